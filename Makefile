@@ -1,0 +1,42 @@
+# The public API of this repo. Every target creates .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+WAREHOUSE ?= data/warehouse.duckdb
+ARGS ?=
+
+.PHONY: help install ingest report demo test lint sample clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev,progress]'
+	@touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install the pipeline with its dev tools
+
+ingest: $(STAMP)  ## ingest this machine's Copilot history into $(WAREHOUSE) (ARGS="--full" etc.)
+	$(PY) -m pipeline ingest --warehouse $(WAREHOUSE) $(ARGS)
+
+report: $(STAMP)  ## export parquet from $(WAREHOUSE) into data/
+	$(PY) -m pipeline report --warehouse $(WAREHOUSE) $(ARGS)
+
+demo: $(STAMP)  ## ingest + report on the bundled sample corpus into data/demo/
+	$(PY) -m pipeline demo $(ARGS)
+
+test: $(STAMP)  ## run the test suite
+	$(PY) -m pytest $(ARGS)
+
+lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
+	$(VENV)/bin/ruff check pipeline tests
+	@if ls sql/*.sql >/dev/null 2>&1; then $(VENV)/bin/sqlfluff lint sql; fi
+
+sample: $(STAMP)  ## regenerate the synthetic sample corpus under data/sample/
+	$(PY) -m pipeline.sample data/sample
+
+clean:  ## remove generated outputs (warehouse, parquet, demo) and .venv
+	rm -rf $(VENV) data/demo data/parquet data/wiki data/warehouse.duckdb data/warehouse.duckdb.wal .pytest_cache
