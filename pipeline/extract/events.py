@@ -1,0 +1,309 @@
+"""Readers for Copilot CLI event logs: ``session-state/<id>/events.jsonl``, the legacy flat
+``session-state/<id>.jsonl`` and the legacy ``history-session-state/session_<id>_<ms>.json``."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from pathlib import Path
+
+import orjson
+
+from .base import Context, Prior, ReadResult, Source, as_text, load_json_file, read_bytes, reader, scrub, to_json
+from .jsonl import ReadState, Record, iter_jsonl
+
+log = logging.getLogger(__name__)
+
+# Event types the star schema models. Anything else is counted as unknown and kept in stg_events.
+USER_MESSAGE = "user.message"
+ASSISTANT_MESSAGE = "assistant.message"
+ASSISTANT_REASONING = "assistant.reasoning"
+TOOL_START = "tool.execution_start"
+TOOL_COMPLETE = "tool.execution_complete"
+TOOL_END = "tool.execution_end"  # the seed note's name for tool.execution_complete
+SESSION_START = "session.start"
+SESSION_RESUME = "session.resume"
+SESSION_SHUTDOWN = "session.shutdown"
+SESSION_ERROR = "session.error"
+COMPACTION_COMPLETE = "session.compaction_complete"
+TOOL_COMPLETIONS = (TOOL_COMPLETE, TOOL_END)
+
+KNOWN_TYPES = frozenset({
+    USER_MESSAGE, ASSISTANT_MESSAGE, ASSISTANT_REASONING, TOOL_START, TOOL_COMPLETE, TOOL_END,
+    SESSION_START, SESSION_RESUME, SESSION_SHUTDOWN, SESSION_ERROR, COMPACTION_COMPLETE,
+    "session.info", "session.warning", "session.model_change", "session.mode_changed", "session.plan_changed",
+    "session.task_complete", "session.workspace_file_changed", "session.context_changed",
+    "session.compaction_start", "session.truncation", "session.usage_checkpoint", "session.handoff",
+    "session.auto_mode_resolved", "session.context_cleared", "session.title_changed",
+    "assistant.turn_start", "assistant.turn_end", "system.message", "system.notification", "abort",
+    "tool.user_requested", "skill.invoked", "hook.start", "hook.end", "subagent.started",
+    "subagent.completed", "subagent.failed", "subagent.selected", "subagent.deselected",
+    "permission.requested", "permission.completed", "external_tool.requested", "external_tool.completed",
+})
+
+# Fields lifted into their own columns; what remains of `data` goes to `extra`.
+_LIFTED = {"content", "model", "interactionId", "turnId", "toolCallId", "toolName", "name", "arguments",
+           "success", "error", "result", "parentToolCallId", "mcpServerName", "outputTokens", "requestId",
+           "toolRequests"}
+# Event types whose `content` is reasoning text: never stored.
+_REASONING_TYPES = frozenset({ASSISTANT_REASONING, "assistant.reasoning_delta"})
+
+
+def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line: int, offset: int,
+               source_path: str, ctx: Context) -> tuple[dict, list[dict]]:
+    """One stg_events row (and its stg_tool_requests rows) from one parsed event envelope."""
+    redact = ctx.redact
+    etype = obj.get("type")
+    etype = etype if isinstance(etype, str) else None
+    data = obj.get("data")
+    if not isinstance(data, dict):
+        data = {"value": data} if data is not None else {}
+
+    content = None
+    if etype not in _REASONING_TYPES:
+        content = as_text(data.get("content"))
+    result = data.get("result")
+    result_content = None
+    if isinstance(result, dict):
+        result_content = as_text(result.get("content"))
+    elif result is not None:
+        result_content = as_text(result)
+    error = data.get("error")
+    error_message = as_text(error.get("message")) if isinstance(error, dict) else as_text(error)
+    if etype == SESSION_ERROR and error_message is None:
+        error_message = as_text(data.get("message"))
+    args = data.get("arguments")
+    tool_name = data.get("toolName")
+    if tool_name is None and etype != "skill.invoked":
+        tool_name = data.get("name") if etype in (TOOL_START, *TOOL_COMPLETIONS) else None
+    success = data.get("success")
+    out_tokens = data.get("outputTokens")
+
+    extra = {k: v for k, v in data.items() if k not in _LIFTED}
+    if etype in _REASONING_TYPES:
+        extra.pop("content", None)
+    if isinstance(result, dict):
+        rest = {k: v for k, v in result.items() if k != "content"}
+        if rest:
+            extra["result"] = rest
+    if isinstance(error, dict):
+        rest = {k: v for k, v in error.items() if k != "message"}
+        if rest:
+            extra["error"] = rest
+    for key in ("agentId", "ephemeral"):
+        if key in obj:
+            extra.setdefault("_envelope", {})[key] = obj[key]
+
+    row = {
+        "session_id": session_id,
+        "source_kind": source_kind,
+        "event_index": index,
+        "event_id": _str(obj.get("id")),
+        "parent_id": _str(obj.get("parentId")),
+        "event_type": etype,
+        "ts": _str(obj.get("timestamp")),
+        "agent_id": _str(obj.get("agentId")),
+        "content": redact(content),
+        "model": _str(data.get("model")),
+        "interaction_id": _str(data.get("interactionId")),
+        "turn_id": _str(data.get("turnId")),
+        "tool_call_id": _str(data.get("toolCallId")),
+        "tool_name": _str(tool_name),
+        "arguments": _args_json(args, ctx),
+        "success": success if isinstance(success, bool) else None,
+        "error_message": redact(error_message),
+        "result_content": redact(result_content),
+        "parent_tool_call_id": _str(data.get("parentToolCallId")),
+        "mcp_server_name": _str(data.get("mcpServerName")),
+        "output_tokens": _int(out_tokens),
+        "request_id": _str(data.get("requestId")),
+        "extra": to_json(scrub(extra, redact)) if extra else None,
+        "_source_path": source_path,
+        "_source_line": line,
+        "_source_offset": offset,
+        "_run_id": ctx.run_id,
+    }
+    requests = []
+    tool_requests = data.get("toolRequests")
+    if etype == ASSISTANT_MESSAGE and isinstance(tool_requests, list):
+        for i, req in enumerate(tool_requests):
+            if not isinstance(req, dict):
+                continue
+            requests.append({
+                "session_id": session_id, "event_index": index, "request_index": i,
+                "tool_call_id": _str(req.get("toolCallId") or req.get("id")),
+                "tool_name": _str(req.get("name") or (req.get("function") or {}).get("name")),
+                "arguments": _args_json(req.get("arguments", (req.get("function") or {}).get("arguments")), ctx),
+                "ts": row["ts"], "model": row["model"], "mcp_server_name": _str(req.get("mcpServerName")),
+                "_source_path": source_path, "_source_line": line, "_run_id": ctx.run_id,
+            })
+    return row, requests
+
+
+def _str(v) -> str | None:
+    if v is None:
+        return None
+    return v if isinstance(v, str) else str(v)
+
+
+def _int(v) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        return int(v)
+    if isinstance(v, str):
+        try:
+            return int(float(v))
+        except ValueError:
+            return None
+    return None
+
+
+def _args_json(args, ctx: Context) -> str | None:
+    """Tool arguments as JSON text. VS Code transcripts give them as a JSON string already."""
+    if args is None:
+        return None
+    if isinstance(args, str):
+        try:
+            args = orjson.loads(args)
+        except orjson.JSONDecodeError:
+            return to_json(ctx.redact(args))
+    return to_json(scrub(args, ctx.redact))
+
+
+def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kind: str) -> ReadResult:
+    res = ReadResult()
+    start, start_line, index = 0, 1, 0
+    if prior is not None and prior.last_good_offset and _is_append(source.path, prior):
+        start, start_line, index = prior.last_good_offset, prior.good_line, prior.n_records
+        res.appended = True
+    data = read_bytes(source.path)
+    state = ReadState(start, start_line)
+    sid = source.session_id
+    for item in iter_jsonl(data, start, start_line, state):
+        if isinstance(item, Record):
+            row, reqs = event_rows(item.obj, session_id=sid, source_kind=source_kind, index=index,
+                                   line=item.line, offset=item.offset, source_path=source.path, ctx=ctx)
+            res.add("stg_events", row)
+            for r in reqs:
+                res.add("stg_tool_requests", r)
+            index += 1
+        else:
+            res.reject(source.path, item.reason, line=item.line, offset=item.offset,
+                       excerpt=ctx.redact(item.excerpt))
+    res.last_good_offset, res.good_line, res.pending_tail = state.good_offset, state.good_line, state.pending_tail
+    res.n_records = index
+    return res
+
+
+def tail_digest(path: str, offset: int) -> str:
+    """Digest of the 4 KiB that end at ``offset``: proves an append-only log only grew."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, offset - 4096))
+        return hashlib.md5(fh.read(min(offset, 4096))).hexdigest()
+
+
+def _is_append(path: str, prior: Prior) -> bool:
+    """The file grew and the bytes up to the last good offset are what was read before."""
+    size = Path(path).stat().st_size
+    if size < prior.size or size < prior.last_good_offset:
+        return False
+    if ";tail=" not in prior.fingerprint:
+        return False
+    digest = prior.fingerprint.split(";tail=", 1)[1].split(";", 1)[0]
+    return bool(digest) and digest == tail_digest(path, prior.last_good_offset)
+
+
+@reader("events")
+def read_events(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
+    return read_event_log(source, ctx, prior, "events")
+
+
+@reader("legacy_jsonl")
+def read_legacy_jsonl(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
+    return read_event_log(source, ctx, prior, "legacy_jsonl")
+
+
+_HISTORY_NAME = re.compile(r"^session_(?P<id>.+?)_(?P<ms>\d{10,})$")
+
+
+def history_session_id(path: str) -> str:
+    stem = Path(path).stem
+    m = _HISTORY_NAME.match(stem)
+    return m.group("id") if m else stem
+
+
+@reader("history_json")
+def read_history_json(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
+    """Legacy CLI 0.0.3xx ``history-session-state/session_<id>_<ms>.json`` (timeline format)."""
+    res = ReadResult()
+    doc = load_json_file(source, res, ctx)
+    if doc is None:
+        return res
+    sid = _str(doc.get("sessionId")) or source.session_id
+    events = list(_history_events(doc))
+    for i, ev in enumerate(events):
+        row, reqs = event_rows(ev, session_id=sid, source_kind="history_json", index=i, line=None,
+                               offset=None, source_path=source.path, ctx=ctx)
+        row["_source_line"] = i + 1  # position in the synthesized event list
+        res.add("stg_events", row)
+        for r in reqs:
+            res.add("stg_tool_requests", r)
+    res.n_records = len(events)
+    res.last_good_offset = os.path.getsize(source.path)
+    return res
+
+
+def _history_events(doc: dict):
+    """Translate the legacy timeline (or OpenAI-style chatMessages) into CLI events."""
+    start = doc.get("startTime")
+    yield {"type": SESSION_START, "timestamp": start,
+           "data": {"sessionId": doc.get("sessionId"), "startTime": start, "producer": "copilot-cli-legacy"}}
+    timeline = doc.get("timeline")
+    if isinstance(timeline, list) and timeline:
+        for item in timeline:
+            if not isinstance(item, dict):
+                continue
+            kind, ts, eid = item.get("type"), item.get("timestamp"), item.get("id")
+            if kind == "user":
+                yield {"type": USER_MESSAGE, "id": eid, "timestamp": ts, "data": {"content": item.get("text")}}
+            elif kind == "copilot":
+                yield {"type": ASSISTANT_MESSAGE, "id": eid, "timestamp": ts, "data": {"content": item.get("text")}}
+            elif kind == "tool_call_completed":
+                result = item.get("result") if isinstance(item.get("result"), dict) else {}
+                status = result.get("type")
+                data = {"toolCallId": item.get("callId"), "toolName": item.get("name"),
+                        "arguments": item.get("arguments"),
+                        "success": None if status is None else status == "success",
+                        "result": {"content": result.get("log")},
+                        "toolTitle": item.get("toolTitle"), "intentionSummary": item.get("intentionSummary")}
+                if status not in (None, "success"):
+                    data["error"] = {"message": as_text(result.get("log")) or status}
+                yield {"type": TOOL_START, "id": eid, "timestamp": ts,
+                       "data": {k: data[k] for k in ("toolCallId", "toolName", "arguments")}}
+                yield {"type": TOOL_COMPLETE, "id": eid, "timestamp": ts, "data": data}
+            elif kind == "info":
+                yield {"type": "session.info", "id": eid, "timestamp": ts, "data": {"message": item.get("text")}}
+            else:
+                yield {"type": f"legacy.{kind}", "id": eid, "timestamp": ts, "data": item}
+        return
+    for i, msg in enumerate(doc.get("chatMessages") or []):
+        if not isinstance(msg, dict):
+            continue
+        role = msg.get("role")
+        if role == "user":
+            yield {"type": USER_MESSAGE, "timestamp": None, "data": {"content": as_text(msg.get("content"))}}
+        elif role == "assistant":
+            reqs = [{"toolCallId": c.get("id") or f"call-{i}-{j}", "name": (c.get("function") or {}).get("name"),
+                     "arguments": (c.get("function") or {}).get("arguments")}
+                    for j, c in enumerate(msg.get("tool_calls") or []) if isinstance(c, dict)]
+            yield {"type": ASSISTANT_MESSAGE, "timestamp": None,
+                   "data": {"content": as_text(msg.get("content")), "toolRequests": reqs}}
+        elif role == "tool":
+            yield {"type": TOOL_COMPLETE, "timestamp": None,
+                   "data": {"toolCallId": msg.get("tool_call_id"), "toolName": msg.get("name"),
+                            "result": {"content": as_text(msg.get("content"))}}}
