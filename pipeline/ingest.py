@@ -1,0 +1,337 @@
+"""The ingest run: discover sources, read what changed into staging, rebuild the star rows of the
+sessions that changed, all in one DuckDB transaction."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+from . import extract  # noqa: F401  (registers the readers)
+from .extract.base import READERS, Context, Prior, Source, stat_fingerprint
+from .extract.cli_home import discover_copilot_home
+from .extract.events import tail_digest
+from .extract.store import store_fingerprint
+from .redact import Redactor
+from .schema import STAGING, STAR
+from .transform.star import build_star, conform
+from .warehouse import arrow_schema, connect, drop_all, ensure_schema, to_arrow
+
+log = logging.getLogger(__name__)
+
+APPEND_KINDS = {"events", "legacy_jsonl", "transcript"}
+SESSION_BATCH = 400
+FACT_TABLES = [t.name for t in STAR if t.name.startswith("fct_") or t.name == "dim_sessions"]
+
+
+class SourceError(Exception):
+    """A named source folder does not exist or is not a folder."""
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    mode: str
+    sources: list[str]
+    n_files_read: int = 0
+    n_files_unchanged: int = 0
+    n_files_skipped: int = 0
+    n_files_gone: int = 0
+    n_records: int = 0
+    n_rejects: int = 0
+    n_pending_tails: int = 0
+    n_redactions: int = 0
+    n_sessions_changed: int = 0
+    redactions: dict = field(default_factory=dict)
+    unknown_kinds: dict = field(default_factory=dict)
+    tables: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        t = self.tables
+        return (f"ingest {self.mode}: {self.n_files_read} files read, {self.n_files_unchanged} unchanged, "
+                f"{self.n_records} records, {self.n_rejects} rejected, {self.n_redactions} secrets redacted; "
+                f"{t.get('dim_sessions', 0)} sessions, {t.get('fct_turns', 0)} turns, "
+                f"{t.get('fct_tool_calls', 0)} tool calls, {t.get('fct_checkpoints', 0)} checkpoints "
+                f"({self.n_sessions_changed} sessions rebuilt) in {self.seconds:.1f}s")
+
+
+def new_run_id(now: datetime) -> str:
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def discover(copilot_homes: Iterable[Path], vscode_users: Iterable[Path] = ()) -> list[Source]:
+    out: list[Source] = []
+    for home in copilot_homes:
+        out.extend(discover_copilot_home(Path(home)))
+    for user in vscode_users:
+        from .extract.vscode import discover_vscode_user
+        out.extend(discover_vscode_user(Path(user)))
+    return out
+
+
+def check_sources(copilot_homes: Iterable[Path], vscode_users: Iterable[Path]) -> None:
+    for label, paths in (("--copilot-home", copilot_homes), ("--vscode-user", vscode_users)):
+        for p in paths:
+            if not Path(p).exists():
+                raise SourceError(f"{label} {p}: no such folder")
+            if not Path(p).is_dir():
+                raise SourceError(f"{label} {p}: not a folder")
+
+
+def _fingerprint(src: Source) -> tuple[str, int]:
+    if src.kind == "session_store":
+        return store_fingerprint(src.path)
+    return stat_fingerprint(src.path)
+
+
+def _priors(con) -> dict[str, tuple[Prior, bool, str | None]]:
+    rows = con.execute("select source_path, fingerprint, size, last_good_offset, n_records, is_present, "
+                       "session_id from _source_files").fetchall()
+    out = {}
+    for path, fp, size, good, n, present, sid in rows:
+        base, _, tail = (fp or "").partition(";good_line=")
+        good_line = int(tail.split(";")[0]) if tail else 1
+        out[path] = (Prior(fp or "", size or 0, good or 0, n or 0, good_line), bool(present), sid)
+    return out
+
+
+def _staged_sessions(con, path: str) -> set[str]:
+    out: set[str] = set()
+    for t in STAGING:
+        rows = con.execute(f'select distinct session_id from "{t.name}" where _source_path = ? '
+                           f"or starts_with(_source_path, ?)", [path, path.rstrip("/") + "/"]).fetchall()
+        out.update(r[0] for r in rows if r[0])
+    return out
+
+
+def _delete_staged(con, path: str) -> None:
+    prefix = path.rstrip("/") + "/"
+    for t in STAGING:
+        con.execute(f'delete from "{t.name}" where _source_path = ? or starts_with(_source_path, ?)', [path, prefix])
+    _delete_rejects(con, path)
+
+
+def _delete_rejects(con, path: str) -> None:
+    prefix = path.rstrip("/") + "/"
+    con.execute("delete from _rejects where source_path = ? or starts_with(source_path, ?)", [path, prefix])
+
+
+def _insert(con, table: str, rows_or_frame) -> int:
+    if isinstance(rows_or_frame, pl.DataFrame):
+        tbl = conform(rows_or_frame, table).to_arrow().cast(arrow_schema(table))
+    else:
+        tbl = to_arrow(table, rows_or_frame)
+    if tbl.num_rows == 0:
+        return 0
+    con.register("_incoming", tbl)
+    try:
+        con.execute(f'insert into "{table}" by name select * from _incoming')
+    finally:
+        con.unregister("_incoming")
+    return tbl.num_rows
+
+
+def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[Path] | None = None, *,
+           full: bool = False, redact: bool = True, now: datetime | None = None,
+           progress: Callable[[int, int, str], None] | None = None) -> RunSummary:
+    vscode_users = vscode_users or []
+    check_sources(copilot_homes, vscode_users)
+    started = time.perf_counter()
+    now = now or datetime.now(timezone.utc)
+    run_id = new_run_id(now)
+    roots = [str(Path(p).resolve()) for p in [*copilot_homes, *vscode_users]]
+    summary = RunSummary(run_id, "full" if full else "incremental", roots)
+    redactor = Redactor(enabled=redact)
+    ctx = Context(run_id=run_id, redact=redactor)
+
+    con = connect(warehouse)
+    try:
+        con.execute("begin transaction")
+        if full:
+            drop_all(con)
+        ensure_schema(con)
+        sources = discover(copilot_homes, vscode_users)
+        priors = _priors(con)
+        affected: set[str] = set()
+        seen: set[str] = set()
+        for i, src in enumerate(sources):
+            seen.add(src.path)
+            if progress:
+                progress(i, len(sources), src.path)
+            affected |= _ingest_source(con, src, ctx, priors.get(src.path), summary)
+        affected |= _mark_gone(con, roots, seen, priors, summary)
+        summary.n_sessions_changed = len(affected)
+        _rebuild(con, sorted(affected))
+        summary.n_redactions = redactor.total
+        summary.redactions = dict(sorted(redactor.counts.items()))
+        for t in STAR:
+            summary.tables[t.name] = con.execute(f'select count(*) from "{t.name}"').fetchone()[0]
+        summary.seconds = time.perf_counter() - started
+        con.execute("insert into _runs values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+            run_id, now.replace(tzinfo=None), datetime.now(timezone.utc).replace(tzinfo=None), summary.mode,
+            roots, summary.n_files_read, summary.n_files_unchanged, summary.n_records, summary.n_rejects,
+            summary.n_redactions, summary.n_sessions_changed,
+            orjson.dumps(summary.__dict__, default=str).decode()])
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    finally:
+        con.close()
+    log.info(summary.line())
+    return summary
+
+
+def _ingest_source(con, src: Source, ctx: Context, prior_info, summary: RunSummary) -> set[str]:
+    fp, size = _fingerprint(src)
+    prior, _present, _sid = prior_info if prior_info else (None, False, None)
+    if prior is not None and prior.fingerprint.split(";good_line=")[0].split(";tail=")[0] == fp:
+        summary.n_files_unchanged += 1
+        if not _present:
+            con.execute("update _source_files set is_present = true where source_path = ?", [src.path])
+            return _staged_sessions(con, src.path)
+        return set()
+    read = READERS.get(src.kind)
+    if read is None:
+        summary.unknown_kinds[src.kind] = summary.unknown_kinds.get(src.kind, 0) + 1
+        log.warning("%s: no reader for %s files yet; not read", src.path, src.kind)
+        return set()
+    before = _staged_sessions(con, src.path) if prior is not None else set()
+    try:
+        res = read(src, ctx, prior)
+    except (OSError, ValueError, UnicodeError) as exc:
+        log.warning("%s: could not be read: %s", src.path, exc)
+        res = None
+        reason = f"could not be read: {type(exc).__name__}: {exc}"
+    if res is None:
+        _delete_rejects(con, src.path)  # rows read earlier are kept: nothing is lost to a damaged file
+        _insert(con, "_rejects", [{"source_path": src.path, "position": "file", "line_number": None,
+                                   "byte_offset": None, "reason": reason, "excerpt": "", "_run_id": ctx.run_id}])
+        summary.n_rejects += 1
+        _record_source(con, src, fp, size, 0, 1, 0, ctx.run_id)
+        return before
+    if res.skipped_reason:
+        summary.n_files_skipped += 1
+        log.warning("%s: %s", src.path, res.skipped_reason)
+        return set()
+    unreadable = not res.rows and any(r["position"] == "file" for r in res.rejects)
+    if unreadable:
+        _delete_rejects(con, src.path)  # keep what an earlier run read from this file
+    elif not res.appended:
+        _delete_staged(con, src.path)
+    after: set[str] = set()
+    for table, rows in res.rows.items():
+        summary.n_records += _insert(con, table, rows)
+        after.update(r["session_id"] for r in rows if r.get("session_id"))
+    for r in res.rejects:
+        r["_run_id"] = ctx.run_id
+    summary.n_rejects += _insert(con, "_rejects", res.rejects)
+    for r in res.rejects:
+        log.warning("%s %s: %s", r["source_path"], r["position"], r["reason"])
+    summary.n_pending_tails += int(res.pending_tail)
+    summary.n_files_read += 1
+    if src.kind in APPEND_KINDS:
+        fp = f"{fp};tail={tail_digest(src.path, res.last_good_offset)};good_line={res.good_line}"
+    _record_source(con, src, fp, size, res.last_good_offset, res.good_line, res.n_records, ctx.run_id)
+    return before | after | ({src.session_id} if src.session_id else set())
+
+
+def _record_source(con, src, fp, size, good_offset, good_line, n_records, run_id) -> None:
+    con.execute("delete from _source_files where source_path = ?", [src.path])
+    mtime = os.stat(src.path).st_mtime_ns if os.path.exists(src.path) else None
+    con.execute("insert into _source_files values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [src.path, src.kind, src.session_id, size, mtime, fp, good_offset, n_records, True, run_id])
+
+
+def _mark_gone(con, roots: list[str], seen: set[str], priors, summary: RunSummary) -> set[str]:
+    """Sources under the roots read now that vanished from disk: rows kept, marked not present."""
+    gone: set[str] = set()
+    for path, (_prior, present, _sid) in priors.items():
+        if path in seen or not present or os.path.exists(path):
+            continue
+        if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+            continue
+        con.execute("update _source_files set is_present = false where source_path = ?", [path])
+        summary.n_files_gone += 1
+        gone |= _staged_sessions(con, path)
+    return gone
+
+
+def _rebuild(con, affected: list[str]) -> None:
+    """Replace the star rows of the affected sessions, batch by batch, then the dimensions."""
+    for start in range(0, len(affected), SESSION_BATCH):
+        batch = affected[start:start + SESSION_BATCH]
+        stg = {t.name: con.sql(f'select * from "{t.name}" where session_id in (select unnest(?))',
+                               params=[batch]).pl() for t in STAGING}
+        stg = {k: (v if v.width else pl.DataFrame(schema=pl.from_arrow(arrow_schema(k).empty_table()).schema))
+               for k, v in stg.items()}
+        star = build_star(stg)
+        for table in FACT_TABLES:
+            con.execute(f'delete from "{table}" where session_id in (select unnest(?))', [batch])
+            _insert(con, table, star[table])
+        _upsert(con, "dim_files", star["_files"], "file_id")
+        _upsert(con, "dim_projects", star["_projects"].unique("project_id", keep="first"), "project_id")
+    if affected:
+        _refresh_dimensions(con)
+
+
+def _upsert(con, table: str, frame: pl.DataFrame, key: str) -> None:
+    if frame.is_empty():
+        return
+    con.register("_incoming_keys", frame.select(key).to_arrow())
+    try:
+        con.execute(f'delete from "{table}" where "{key}" in (select "{key}" from _incoming_keys)')
+    finally:
+        con.unregister("_incoming_keys")
+    _insert(con, table, frame)
+
+
+def _refresh_dimensions(con) -> None:
+    con.execute("""
+        delete from dim_files where file_id not in (
+            select file_id from fct_file_touches union select file_id from fct_tool_calls where file_id is not null)
+    """)
+    con.execute("""
+        update dim_files set
+            n_sessions = coalesce((select count(distinct t.session_id) from fct_file_touches t
+                                   where t.file_id = dim_files.file_id), 0),
+            extension = lower(nullif(regexp_extract(path, '(?:^|/)[^/.][^/]*\\.([A-Za-z0-9]+)$', 1), ''))
+    """)
+    con.execute("delete from dim_projects where project_id not in (select project_id from dim_sessions)")
+    con.execute("""
+        update dim_projects set
+            n_sessions = (select count(*) from dim_sessions s where s.project_id = dim_projects.project_id),
+            first_seen_at = (select min(started_at) from dim_sessions s where s.project_id = dim_projects.project_id),
+            last_seen_at = (select max(coalesce(ended_at, started_at)) from dim_sessions s
+                            where s.project_id = dim_projects.project_id),
+            repository = coalesce(repository, (select mode(repository) from dim_sessions s
+                                               where s.project_id = dim_projects.project_id))
+    """)
+    con.execute("""
+        update dim_sessions set is_gone = session_id not in (
+            select f.session_id from _source_files f where f.is_present and f.session_id is not null
+            union
+            select m.session_id from stg_session_meta m join _source_files f
+              on f.source_path = m._source_path and f.is_present
+            union
+            select t.session_id from stg_store_turns t join _source_files f
+              on f.source_path = t._source_path and f.is_present
+            union
+            select e.session_id from stg_events e join _source_files f
+              on f.source_path = e._source_path and f.is_present
+        )
+    """)
+
+
+def table_counts(con) -> Counter:
+    return Counter({t.name: con.execute(f'select count(*) from "{t.name}"').fetchone()[0] for t in STAR})

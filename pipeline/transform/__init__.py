@@ -1,0 +1,1 @@
+"""Transform: pure polars functions from staging frames to the star schema."""

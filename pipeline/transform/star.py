@@ -1,0 +1,461 @@
+"""Pure polars transforms: staging frames of a batch of sessions -> star-schema frames.
+
+No paths, clocks or connections in here: ``build_star`` takes the staging frames and returns
+the fact frames and the session dimension for exactly the sessions present in its input.
+"""
+
+from __future__ import annotations
+
+import orjson
+import polars as pl
+
+from ..extract.events import (
+    ASSISTANT_MESSAGE,
+    COMPACTION_COMPLETE,
+    KNOWN_TYPES,
+    SESSION_RESUME,
+    SESSION_SHUTDOWN,
+    SESSION_START,
+    TOOL_COMPLETIONS,
+    TOOL_START,
+    USER_MESSAGE,
+)
+from ..schema import TABLES
+from .paths import project_name, project_root, relativize, short_hash
+
+# Which event log wins when one session has several (they would double count otherwise).
+EVENT_SOURCE_RANK = {"events": 0, "legacy_jsonl": 1, "history_json": 2, "transcript": 3, "chat_session": 4}
+CHECKPOINT_SOURCE_RANK = {"folder_md": 0, "folder_json": 1, "store": 2}
+TITLE_MAX = 120
+
+VIEW_TOOLS = {"view", "read", "read_file", "view_file", "open_file", "readfile", "copilot_readfile"}
+EDIT_TOOLS = {"edit", "str_replace", "edit_file", "replace_string_in_file", "multi_replace_string_in_file",
+              "insert_edit_into_file", "apply_patch", "insert", "multiedit", "multi_edit", "copilot_applypatch",
+              "copilot_replacestring", "copilot_insertedit", "copilot_multireplacestring"}
+CREATE_TOOLS = {"create", "create_file", "write_file", "write", "new_file", "copilot_createfile"}
+_EDITOR_COMMANDS = {"view": "view", "create": "create", "str_replace": "edit", "insert": "edit",
+                    "undo_edit": "edit", "write": "create"}
+PATH_KEYS = ("path", "file_path", "filePath", "filename", "target_file", "file", "uri")
+_PATCH_FILE = r"\*\*\* (?:Update|Add|Delete) File: ([^\n\\]+)"
+
+
+def parse_ts(expr: pl.Expr) -> pl.Expr:
+    """Mixed timestamp spellings (ISO-8601 with Z or offset, `YYYY-MM-DD HH:MM:SS`, epoch ms) -> UTC."""
+    s = expr.cast(pl.String).str.strip_chars()
+    iso = s.str.replace(r"^(\d{4}-\d\d-\d\d) ", "${1}T").str.replace(r"Z$", "+00:00")
+    with_tz = iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC")
+    naive = iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
+    epoch = pl.when(s.str.contains(r"^\d{12,14}$")).then(
+        pl.from_epoch(s.cast(pl.Int64, strict=False), time_unit="ms"))
+    return pl.coalesce(with_tz.dt.replace_time_zone(None), naive, epoch).cast(pl.Datetime("us"))
+
+
+def empty(table: str) -> pl.DataFrame:
+    return pl.DataFrame(schema=polars_schema(table))
+
+
+_DUCK_TO_POLARS = {"VARCHAR": pl.String, "BIGINT": pl.Int64, "INTEGER": pl.Int32, "BOOLEAN": pl.Boolean,
+                   "TIMESTAMP": pl.Datetime("us"), "DOUBLE": pl.Float64, "VARCHAR[]": pl.List(pl.String)}
+
+
+def polars_schema(table: str) -> dict:
+    return {c.name: _DUCK_TO_POLARS[c.type] for c in TABLES[table].columns}
+
+
+def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
+    """Exactly the declared columns, in order, with the declared types."""
+    schema = polars_schema(table)
+    cols = [pl.col(n).cast(t) if n in df.columns else pl.lit(None, dtype=t).alias(n) for n, t in schema.items()]
+    return df.select(cols)
+
+
+# ------------------------------------------------------------------------------------------ events
+def choose_event_source(events: pl.DataFrame) -> pl.DataFrame:
+    """Keep one event log per session: the most authoritative kind, then the longest, then newest path."""
+    if events.is_empty():
+        return events
+    counts = (events.group_by("session_id", "source_kind", "_source_path").len()
+              .with_columns(pl.col("source_kind").replace_strict(EVENT_SOURCE_RANK, default=9).alias("_rank"))
+              .sort(["session_id", "_rank", "len", "_source_path"], descending=[False, False, True, True])
+              .unique("session_id", keep="first").select("_source_path"))
+    return events.join(counts, on="_source_path", how="semi")
+
+
+def prepare_events(events: pl.DataFrame) -> pl.DataFrame:
+    """Chosen events, in order, with parsed time and the turn each event belongs to."""
+    ev = choose_event_source(events).sort("session_id", "event_index")
+    return ev.with_columns(
+        parse_ts(pl.col("ts")).alias("at"),
+        ((pl.col("event_type") == USER_MESSAGE).cast(pl.Int32).cum_sum().over("session_id") - 1)
+        .alias("turn_index"),
+    ).with_columns(pl.when(pl.col("turn_index") >= 0).then(pl.col("turn_index")).alias("turn_index"))
+
+
+def turns_from_events(ev: pl.DataFrame) -> pl.DataFrame:
+    in_turn = ev.filter(pl.col("turn_index").is_not_null())
+    msgs = in_turn.filter(pl.col("event_type") == ASSISTANT_MESSAGE)
+    users = in_turn.filter(pl.col("event_type") == USER_MESSAGE).select(
+        "session_id", "turn_index", pl.col("content").alias("user_message"), pl.col("at").alias("started_at"),
+        "interaction_id", pl.col("source_kind"))
+    answers = msgs.group_by("session_id", "turn_index").agg(
+        pl.col("content").filter(pl.col("content").str.strip_chars() != "").str.join("\n\n")
+        .alias("assistant_response"),
+        pl.len().alias("n_assistant_messages"),
+        pl.col("output_tokens").sum().alias("output_tokens"),
+    )
+    ends = in_turn.group_by("session_id", "turn_index").agg(
+        pl.col("at").max().alias("ended_at"), pl.col("model").drop_nulls().last().alias("model"))
+    out = (users.join(answers, on=["session_id", "turn_index"], how="left")
+           .join(ends, on=["session_id", "turn_index"], how="left")
+           .with_columns(pl.col("assistant_response").replace("", None),
+                         pl.col("n_assistant_messages").fill_null(0)))
+    return out
+
+
+def turns_from_store(store_turns: pl.DataFrame, have_turns: pl.DataFrame) -> pl.DataFrame:
+    """session-store.db turns, only for sessions whose event log gave none (never counted twice)."""
+    if store_turns.is_empty():
+        return store_turns
+    st = (store_turns.filter(pl.col("session_id").is_not_null() & pl.col("turn_index").is_not_null())
+          .join(have_turns.select("session_id").unique(), on="session_id", how="anti")
+          .unique(["session_id", "turn_index"], keep="last", maintain_order=True)
+          .sort("session_id", "turn_index"))
+    return st.select(
+        "session_id",
+        (pl.col("turn_index").rank("dense").over("session_id") - 1).cast(pl.Int32).alias("turn_index"),
+        "user_message", "assistant_response",
+        parse_ts(pl.col("ts")).alias("started_at"), parse_ts(pl.col("ts")).alias("ended_at"),
+        pl.lit("store").alias("source_kind"), pl.lit(0).alias("n_assistant_messages"))
+
+
+# ------------------------------------------------------------------------------------------ tools
+def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
+    """Request -> start -> complete joined by toolCallId, one row per call."""
+    turn_of = ev.select("session_id", "_source_path", "event_index", "turn_index", "at")
+    req = (requests.join(turn_of, on=["_source_path", "event_index"], how="inner", suffix="_ev")
+           .with_columns(pl.coalesce("tool_call_id", pl.format("req-{}-{}", "event_index", "request_index"))
+                         .alias("tool_call_id"))
+           .unique(["session_id", "tool_call_id"], keep="first", maintain_order=True)
+           .select("session_id", "tool_call_id", pl.col("tool_name").alias("req_name"),
+                   pl.col("arguments").alias("req_args"), pl.col("model").alias("req_model"),
+                   pl.col("mcp_server_name").alias("req_mcp"), pl.col("turn_index").alias("req_turn"),
+                   pl.col("at").alias("requested_at")))
+    starts = (ev.filter(pl.col("event_type") == TOOL_START)
+              .with_columns(pl.coalesce("tool_call_id", pl.format("start-{}", "event_index")).alias("tool_call_id"))
+              .unique(["session_id", "tool_call_id"], keep="first", maintain_order=True)
+              .select("session_id", "tool_call_id", pl.col("tool_name").alias("start_name"),
+                      pl.col("arguments").alias("start_args"), pl.col("model").alias("start_model"),
+                      pl.col("mcp_server_name").alias("start_mcp"), pl.col("turn_index").alias("start_turn"),
+                      pl.col("parent_tool_call_id").alias("start_parent"), pl.col("at").alias("started_at")))
+    done = (ev.filter(pl.col("event_type").is_in(TOOL_COMPLETIONS))
+            .with_columns(pl.coalesce("tool_call_id", pl.format("done-{}", "event_index")).alias("tool_call_id"))
+            .unique(["session_id", "tool_call_id"], keep="last", maintain_order=True)
+            .select("session_id", "tool_call_id", pl.col("tool_name").alias("done_name"),
+                    pl.col("arguments").alias("done_args"), pl.col("model").alias("done_model"),
+                    pl.col("turn_index").alias("done_turn"), pl.col("parent_tool_call_id").alias("done_parent"),
+                    pl.col("success").alias("is_success"), "error_message", "result_content",
+                    pl.col("at").alias("completed_at")))
+    keys = pl.concat([f.select("session_id", "tool_call_id") for f in (req, starts, done)]).unique()
+    calls = (keys.join(req, on=["session_id", "tool_call_id"], how="left")
+             .join(starts, on=["session_id", "tool_call_id"], how="left")
+             .join(done, on=["session_id", "tool_call_id"], how="left"))
+    return calls.select(
+        "session_id", "tool_call_id",
+        pl.coalesce("req_turn", "start_turn", "done_turn").alias("turn_index"),
+        pl.coalesce("start_name", "req_name", "done_name").alias("tool_name"),
+        pl.coalesce("start_mcp", "req_mcp").alias("mcp_server_name"),
+        pl.coalesce("start_args", "req_args", "done_args").alias("arguments"),
+        "is_success", "error_message", "result_content",
+        pl.coalesce("req_model", "start_model", "done_model").alias("model"),
+        pl.coalesce("start_parent", "done_parent").alias("parent_tool_call_id"),
+        "requested_at",
+        pl.coalesce("started_at", "requested_at").alias("started_at"),
+        "completed_at",
+    ).with_columns(
+        (pl.col("completed_at") - pl.col("started_at")).dt.total_milliseconds().alias("duration_ms"),
+    ).sort("session_id", "started_at", "tool_call_id", nulls_last=True)
+
+
+def file_action(tool: pl.Expr, args: pl.Expr) -> pl.Expr:
+    name = tool.str.to_lowercase().str.replace(r"^.*[-/]", "")
+    command = args.str.json_path_match("$.command")
+    return (pl.when(name.is_in(list(VIEW_TOOLS))).then(pl.lit("view"))
+            .when(name.is_in(list(EDIT_TOOLS))).then(pl.lit("edit"))
+            .when(name.is_in(list(CREATE_TOOLS))).then(pl.lit("create"))
+            .when(name == "str_replace_editor").then(command.replace_strict(_EDITOR_COMMANDS, default=None))
+            .otherwise(None))
+
+
+def file_path_arg(args: pl.Expr) -> pl.Expr:
+    return pl.coalesce([args.str.json_path_match(f"$.{k}") for k in PATH_KEYS]
+                       + [args.str.extract(_PATCH_FILE, 1)])
+
+
+# ------------------------------------------------------------------------------------------ sessions
+def _start_context(ev: pl.DataFrame) -> pl.DataFrame:
+    starts = ev.filter(pl.col("event_type") == SESSION_START).unique("session_id", keep="first",
+                                                                      maintain_order=True)
+    x = pl.col("extra")
+    return starts.select(
+        "session_id",
+        x.str.json_path_match("$.copilotVersion").alias("copilot_version"),
+        x.str.json_path_match("$.context.cwd").alias("ev_cwd"),
+        x.str.json_path_match("$.context.gitRoot").alias("ev_git_root"),
+        x.str.json_path_match("$.context.branch").alias("ev_branch"),
+        x.str.json_path_match("$.context.repository").alias("ev_repository"),
+        parse_ts(x.str.json_path_match("$.startTime")).alias("ev_start_time"),
+        x.str.json_path_match("$.producer").alias("producer"),
+    )
+
+
+def _meta(meta: pl.DataFrame, kind: str, cols: list[str]) -> pl.DataFrame:
+    m = meta.filter(pl.col("source_kind") == kind).unique("session_id", keep="last", maintain_order=True)
+    return m.select("session_id", *[pl.col(c).alias(f"{kind}_{c}") for c in cols])
+
+
+def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame, calls: pl.DataFrame,
+             usage: pl.DataFrame) -> pl.DataFrame:
+    meta = stg["stg_session_meta"]
+    ids = pl.concat([f.select("session_id") for f in stg.values() if "session_id" in f.columns]).unique()
+    ids = ids.filter(pl.col("session_id").is_not_null())
+    cols = ["title", "summary", "cwd", "git_root", "repository", "branch", "host_type", "client_name",
+            "created_at", "updated_at", "first_user_message"]
+    ws, vs, st = (_meta(meta, k, cols) for k in ("workspace_yaml", "vscode_metadata", "store"))
+    ctx = _start_context(ev)
+    ev_stats = ev.group_by("session_id").agg(
+        pl.len().alias("n_events"),
+        (~pl.col("event_type").is_in(list(KNOWN_TYPES))).sum().alias("n_unknown_events"),
+        (pl.col("event_type") == SESSION_RESUME).sum().alias("n_resumes"),
+        pl.col("at").min().alias("ev_first_at"), pl.col("at").max().alias("ev_last_at"),
+        pl.col("model").drop_nulls().unique().alias("ev_models"),
+    )
+    first_prompt = turns.sort("turn_index").unique("session_id", keep="first", maintain_order=True).select(
+        "session_id", pl.col("user_message").alias("first_prompt"), pl.col("started_at").alias("first_turn_at"))
+    t_stats = turns.group_by("session_id").agg(pl.len().alias("n_turns"), pl.col("ended_at").max().alias("t_end"))
+    c_stats = calls.group_by("session_id").agg(
+        pl.len().alias("n_tool_calls"), (pl.col("is_success") == False).sum().alias("n_failed_tool_calls"))  # noqa: E712
+    u_models = usage.group_by("session_id").agg(pl.col("model").unique().alias("u_models"))
+    sources = pl.concat([
+        f.select("session_id", pl.col("source_kind").alias("src")) for name, f in stg.items()
+        if "source_kind" in f.columns and name != "stg_tool_requests"
+    ] + [stg["stg_store_turns"].select("session_id", pl.lit("store").alias("src")),
+         stg["stg_store_files"].select("session_id", pl.lit("store").alias("src")),
+         stg["stg_documents"].select("session_id", pl.col("kind").alias("src"))])
+    sources = sources.filter(pl.col("src").is_not_null()).group_by("session_id").agg(
+        pl.col("src").unique().sort().alias("sources"))
+
+    df = ids
+    for f in (ws, vs, st, ctx, ev_stats, first_prompt, t_stats, c_stats, u_models, sources):
+        df = df.join(f, on="session_id", how="left")
+    df = df.with_columns(pl.col(c).fill_null(0) for c in (
+        "n_events", "n_unknown_events", "n_resumes", "n_turns", "n_tool_calls", "n_failed_tool_calls"))
+    prompt_title = pl.col("first_prompt").str.replace_all(r"\s+", " ").str.strip_chars()
+    prompt_title = pl.when(prompt_title.str.len_chars() > TITLE_MAX).then(
+        prompt_title.str.slice(0, TITLE_MAX - 1) + "…").otherwise(prompt_title)
+    is_vscode = (pl.col("vscode_metadata_title").is_not_null() | pl.col("sources").list.contains("vscode_metadata")
+                 | (pl.col("store_host_type") == "vscode") | (pl.col("producer") == "vscode"))
+    df = df.with_columns(
+        pl.coalesce("vscode_metadata_title", "workspace_yaml_title", "workspace_yaml_summary", "store_summary",
+                    prompt_title, "vscode_metadata_first_user_message").alias("title"),
+        pl.coalesce("workspace_yaml_summary", "store_summary").alias("summary"),
+        pl.when(is_vscode.fill_null(False)).then(pl.lit("vscode")).otherwise(pl.lit("cli")).alias("client"),
+        pl.coalesce("ev_cwd", "workspace_yaml_cwd", "store_cwd", "vscode_metadata_cwd").alias("cwd"),
+        pl.coalesce("ev_git_root", "workspace_yaml_git_root", "vscode_metadata_git_root").alias("git_root"),
+        pl.coalesce("ev_repository", "workspace_yaml_repository", "store_repository").alias("repository"),
+        pl.coalesce("ev_branch", "workspace_yaml_branch", "store_branch", "vscode_metadata_branch")
+        .alias("branch"),
+        pl.min_horizontal("ev_start_time", "ev_first_at", parse_ts(pl.col("workspace_yaml_created_at")),
+                          parse_ts(pl.col("store_created_at")), "first_turn_at").alias("started_at"),
+        pl.max_horizontal("ev_last_at", "t_end", parse_ts(pl.col("workspace_yaml_updated_at")),
+                          parse_ts(pl.col("store_updated_at"))).alias("ended_at"),
+        pl.concat_list(pl.col("ev_models").fill_null([]), pl.col("u_models").fill_null([]))
+        .list.unique().list.sort().alias("models"),
+        pl.col("sources").fill_null([]),
+        pl.lit(False).alias("is_gone"),
+    ).with_columns(
+        ((pl.col("ended_at") - pl.col("started_at")).dt.total_milliseconds() / 1000).alias("duration_s"),
+    )
+    roots = df.select("git_root", "cwd", "repository").unique()
+    roots = roots.with_columns(
+        pl.struct("git_root", "cwd", "repository").map_elements(
+            lambda s: _project_key(s["git_root"], s["cwd"], s["repository"]),
+            return_dtype=pl.Struct({"project_id": pl.String, "project_root": pl.String, "project_name": pl.String}),
+        ).alias("p")).unnest("p")
+    return df.join(roots, on=["git_root", "cwd", "repository"], how="left", nulls_equal=True)
+
+
+def _project_key(git_root, cwd, repository):
+    root = project_root(git_root, cwd)
+    return {"project_id": short_hash(root), "project_root": root, "project_name": project_name(root, repository)}
+
+
+# ------------------------------------------------------------------------------------------ files
+def file_touches(calls: pl.DataFrame, store_files: pl.DataFrame, sess: pl.DataFrame):
+    """Tool-call and session_files touches, with project-relative paths and deterministic file ids."""
+    proj = sess.select("session_id", "project_id", "project_root", "cwd")
+    from_calls = calls.select(
+        "session_id", "tool_call_id", file_path_arg(pl.col("arguments")).alias("raw_path"),
+        file_action(pl.col("tool_name"), pl.col("arguments")).alias("action"),
+        pl.coalesce("started_at", "completed_at").alias("at"), "result_content", "is_success",
+    ).filter(pl.col("raw_path").is_not_null() & pl.col("action").is_not_null())
+    from_store = store_files.filter(pl.col("file_path").is_not_null()).select(
+        "session_id", pl.lit(None, pl.String).alias("tool_call_id"), pl.col("file_path").alias("raw_path"),
+        pl.coalesce(file_action(pl.col("tool_name"), pl.lit("{}")), pl.lit("edit")).alias("action"),
+        parse_ts(pl.col("first_seen_at")).alias("at"), pl.lit(None, pl.String).alias("result_content"),
+        pl.lit(None, pl.Boolean).alias("is_success"))
+    both = pl.concat([from_calls.with_columns(pl.lit(0).alias("_prio")),
+                      from_store.with_columns(pl.lit(1).alias("_prio"))]).join(proj, on="session_id", how="left")
+    uniq = both.select("raw_path", "project_root", "cwd", "project_id").unique()
+    uniq = uniq.with_columns(pl.struct("raw_path", "project_root", "cwd", "project_id").map_elements(
+        lambda s: _file_key(s["raw_path"], s["project_root"], s["cwd"], s["project_id"]),
+        return_dtype=pl.Struct({"path": pl.String, "is_in_project": pl.Boolean, "file_id": pl.String}),
+    ).alias("f")).unnest("f")
+    both = both.join(uniq, on=["raw_path", "project_root", "cwd", "project_id"], how="left", nulls_equal=True)
+    # a `view` of a folder lists entries instead of numbered lines: not a file touch
+    folder_view = ((pl.col("action") == "view") & (pl.col("path") == "")) | (
+        (pl.col("action") == "view") & pl.col("is_success").fill_null(False)
+        & ~pl.col("path").str.contains(r"(?:^|/)[^/.][^/]*\.[A-Za-z0-9]+$")
+        & pl.col("result_content").is_not_null() & ~pl.col("result_content").str.contains(r"^\s*1[.:|]"))
+    both = both.filter(pl.col("path").is_not_null() & ~folder_view)
+    call_files = both.filter(pl.col("_prio") == 0).select("session_id", "tool_call_id", "file_id", "action") \
+        .unique(["session_id", "tool_call_id"], keep="first", maintain_order=True)
+    ev_touch = both.filter(pl.col("_prio") == 0)
+    st_touch = both.filter(pl.col("_prio") == 1).join(
+        ev_touch.select("session_id", "file_id", "action").unique(), on=["session_id", "file_id", "action"],
+        how="anti")
+    touches = pl.concat([ev_touch, st_touch]).group_by("session_id", "file_id", "action").agg(
+        pl.len().cast(pl.Int32).alias("n_touches"), pl.col("at").min().alias("first_seen_at"),
+        pl.col("at").max().alias("last_seen_at")).sort("session_id", "file_id", "action")
+    files = both.select("file_id", "project_id", "path", "is_in_project").unique("file_id", keep="first")
+    return call_files, touches, files
+
+
+def _file_key(raw_path, root, cwd, project_id):
+    rel, inside = relativize(raw_path, root, cwd)
+    if rel is None:
+        return {"path": None, "is_in_project": None, "file_id": None}
+    return {"path": rel, "is_in_project": inside, "file_id": short_hash(project_id, rel)}
+
+
+# ------------------------------------------------------------------------------------------ the rest
+def checkpoints(stg_cp: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
+    cp = (stg_cp.filter(pl.col("session_id").is_not_null() & pl.col("checkpoint_number").is_not_null())
+          .with_columns(pl.col("source_kind").replace_strict(CHECKPOINT_SOURCE_RANK, default=9).alias("_r"))
+          .sort("session_id", "checkpoint_number", "_r")
+          .unique(["session_id", "checkpoint_number"], keep="first", maintain_order=True))
+    compactions = ev.filter(pl.col("event_type") == COMPACTION_COMPLETE).select(
+        "session_id",
+        pl.col("extra").str.json_path_match("$.checkpointNumber").cast(pl.Int32, strict=False)
+        .alias("checkpoint_number"), pl.col("at").alias("compacted_at"),
+    ).filter(pl.col("checkpoint_number").is_not_null()).unique(["session_id", "checkpoint_number"], keep="last")
+    return (cp.join(compactions, on=["session_id", "checkpoint_number"], how="left")
+            .with_columns(pl.coalesce(parse_ts(pl.col("created_at")), "compacted_at").alias("created_at")))
+
+
+def refs(store_refs: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
+    st = store_refs.filter(pl.col("session_id").is_not_null() & pl.col("ref_value").is_not_null()).select(
+        "session_id", pl.col("ref_type").str.to_lowercase(), "ref_value", "turn_index",
+        parse_ts(pl.col("created_at")).alias("created_at"), pl.lit("store").alias("source_kind"))
+    att = ev.filter((pl.col("event_type") == USER_MESSAGE) & pl.col("extra").str.contains("github_reference"))
+    rows = []
+    for r in att.select("session_id", "turn_index", "at", "extra").iter_rows(named=True):
+        for a in (orjson.loads(r["extra"]).get("attachments") or []):
+            if isinstance(a, dict) and a.get("type") == "github_reference" and a.get("number") is not None:
+                kind = "pr" if str(a.get("referenceType", "")).lower() in ("pr", "pull", "pull_request") else "issue"
+                rows.append({"session_id": r["session_id"], "ref_type": kind, "ref_value": str(a["number"]),
+                             "turn_index": r["turn_index"], "created_at": r["at"], "source_kind": "attachment"})
+    extra = pl.DataFrame(rows, schema=st.schema) if rows else st.clear()
+    return (pl.concat([st, extra]).sort("session_id", "ref_type", "ref_value", "source_kind")
+            .unique(["session_id", "ref_type", "ref_value"], keep="last", maintain_order=True))
+
+
+def usage(ev: pl.DataFrame, store_usage: pl.DataFrame) -> pl.DataFrame:
+    """Per-request store rows, else shutdown modelMetrics, else assistant.message outputTokens."""
+    su = store_usage.filter(pl.col("session_id").is_not_null()).group_by("session_id", "model").agg(
+        pl.len().cast(pl.Int64).alias("requests"),
+        *[pl.col(c).sum().alias(c) for c in ("input_tokens", "output_tokens", "cache_read_tokens",
+                                            "cache_write_tokens", "reasoning_tokens")],
+    ).with_columns(pl.lit(None, pl.Float64).alias("premium_requests"),
+                   pl.lit("store_usage_events").alias("usage_source"))
+    rows = []
+    shut = ev.filter(pl.col("event_type") == SESSION_SHUTDOWN).select("session_id", "event_index", "extra")
+    legs: dict[tuple, dict] = {}
+    for r in shut.iter_rows(named=True):
+        data = orjson.loads(r["extra"]) if r["extra"] else {}
+        # counters are cumulative within one process (leg): the leg's last shutdown counts once
+        legs[(r["session_id"], data.get("sessionStartTime"))] = data.get("modelMetrics") or {}
+    for (sid, _leg), metrics in legs.items():
+        for model, m in metrics.items():
+            if not isinstance(m, dict):
+                continue
+            u, req = m.get("usage") or {}, m.get("requests") or {}
+            rows.append({"session_id": sid, "model": model, "requests": _i(req.get("count")),
+                         "input_tokens": _i(u.get("inputTokens")), "output_tokens": _i(u.get("outputTokens")),
+                         "cache_read_tokens": _i(u.get("cacheReadTokens")),
+                         "cache_write_tokens": _i(u.get("cacheWriteTokens")),
+                         "reasoning_tokens": _i(u.get("reasoningTokens")),
+                         "premium_requests": _f(req.get("cost"))})
+    sd = pl.DataFrame(rows, schema={"session_id": pl.String, "model": pl.String, "requests": pl.Int64,
+                                    "input_tokens": pl.Int64, "output_tokens": pl.Int64,
+                                    "cache_read_tokens": pl.Int64, "cache_write_tokens": pl.Int64,
+                                    "reasoning_tokens": pl.Int64, "premium_requests": pl.Float64})
+    sd = sd.group_by("session_id", "model").agg(pl.all().sum()).with_columns(
+        pl.lit("shutdown").alias("usage_source"))
+    msg = ev.filter((pl.col("event_type") == ASSISTANT_MESSAGE) & pl.col("model").is_not_null()).group_by(
+        "session_id", "model").agg(
+        pl.coalesce("request_id", "event_id").n_unique().cast(pl.Int64).alias("requests"),
+        pl.col("output_tokens").sum().alias("output_tokens"),
+    ).with_columns(pl.lit("message_output_tokens").alias("usage_source"))
+    sd = sd.join(su.select("session_id").unique(), on="session_id", how="anti")
+    msg = msg.join(pl.concat([su.select("session_id"), sd.select("session_id")]).unique(), on="session_id",
+                   how="anti")
+    out = pl.concat([su, sd, msg], how="diagonal_relaxed")
+    return out.sort("session_id", "model")
+
+
+def _i(v):
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _f(v):
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def memories(docs: pl.DataFrame) -> pl.DataFrame:
+    d = docs.filter(pl.col("content").is_not_null())
+    ids = d.select("_source_path", "path").unique().with_columns(
+        pl.struct("_source_path", "path").map_elements(lambda s: short_hash(s["_source_path"], s["path"]),
+                                                       return_dtype=pl.String).alias("memory_id"))
+    return d.join(ids, on=["_source_path", "path"], how="left").unique("memory_id", keep="last",
+                                                                       maintain_order=True)
+
+
+# ------------------------------------------------------------------------------------------ entry
+def build_star(stg: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """All star frames for the sessions present in ``stg`` (a dict of staging frames)."""
+    ev = prepare_events(stg["stg_events"].filter(pl.col("session_id").is_not_null()))
+    t_ev = turns_from_events(ev)
+    turns = pl.concat([t_ev, turns_from_store(stg["stg_store_turns"], t_ev)], how="diagonal_relaxed")
+    calls = tool_calls(ev, stg["stg_tool_requests"])
+    n_calls = calls.filter(pl.col("turn_index").is_not_null()).group_by("session_id", "turn_index").agg(
+        pl.len().cast(pl.Int32).alias("n_tool_calls"))
+    turns = turns.join(n_calls, on=["session_id", "turn_index"], how="left").with_columns(
+        pl.col("n_tool_calls").fill_null(0)).sort("session_id", "turn_index")
+    use = usage(ev, stg["stg_store_usage"])
+    sess = sessions(stg, ev, turns, calls, use)
+    call_files, touches, files = file_touches(calls, stg["stg_store_files"], sess)
+    calls = calls.join(call_files, on=["session_id", "tool_call_id"], how="left")
+    return {
+        "dim_sessions": conform(sess, "dim_sessions"),
+        "fct_turns": conform(turns, "fct_turns"),
+        "fct_tool_calls": conform(calls, "fct_tool_calls"),
+        "fct_file_touches": conform(touches, "fct_file_touches"),
+        "fct_checkpoints": conform(checkpoints(stg["stg_checkpoints"], ev), "fct_checkpoints"),
+        "fct_refs": conform(refs(stg["stg_store_refs"], ev), "fct_refs"),
+        "fct_usage": conform(use, "fct_usage"),
+        "fct_memories": conform(memories(stg["stg_documents"]), "fct_memories"),
+        # partial dimensions, merged into dim_projects / dim_files by the loader
+        "_files": files.filter(pl.col("file_id").is_not_null()),
+        "_projects": sess.select("project_id", pl.col("project_name").alias("name"), "repository",
+                                 pl.col("project_root").alias("root_path")),
+    }
