@@ -1,0 +1,184 @@
+"""``python -m pipeline <verb>``: a thin command line over the library functions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+
+DEFAULT_WAREHOUSE = "data/warehouse.duckdb"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = REPO_ROOT / "data" / "sample"
+
+log = logging.getLogger("pipeline")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m pipeline",
+                                description="Turn GitHub Copilot history into a DuckDB warehouse.")
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    sub = p.add_subparsers(dest="verb", required=True)
+
+    ing = sub.add_parser("ingest", help="read Copilot history into the warehouse")
+    ing.add_argument("--copilot-home", action="append", type=Path, default=[], metavar="DIR",
+                     help="a Copilot CLI home (holds session-state/, session-store.db); repeatable")
+    ing.add_argument("--vscode-user", action="append", type=Path, default=[], metavar="DIR",
+                     help="a VS Code User folder (holds workspaceStorage/); repeatable")
+    ing.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help=f"DuckDB file (default {DEFAULT_WAREHOUSE})")
+    ing.add_argument("--full", action="store_true", help="rebuild the warehouse from scratch")
+    ing.add_argument("--no-redact", action="store_true",
+                     help="keep secrets in the text (only for a private warehouse; off by default)")
+    ing.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+
+    rep = sub.add_parser("report", help="export parquet files for BI tools")
+    rep.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    rep.add_argument("--out", default="data", type=Path, help="output folder (default data/)")
+    rep.add_argument("--quiet", action="store_true")
+
+    demo = sub.add_parser("demo", help="ingest + report on the bundled sample corpus into data/demo/")
+    demo.add_argument("--out", default=REPO_ROOT / "data" / "demo", type=Path)
+    demo.add_argument("--quiet", action="store_true")
+
+    q = sub.add_parser("query", help="run SQL against the warehouse")
+    q.add_argument("sql")
+    q.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    q.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if getattr(args, "quiet", False) and not args.verbose:
+        logging.getLogger().setLevel(logging.ERROR)
+    from .ingest import SourceError
+    from .warehouse import WarehouseError
+    try:
+        return {"ingest": cmd_ingest, "report": cmd_report, "demo": cmd_demo, "query": cmd_query}[args.verb](args)
+    except (SourceError, WarehouseError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: nothing was written", file=sys.stderr)
+        return 130
+
+
+def _progress(quiet: bool):
+    if quiet or not sys.stderr.isatty():
+        return None, None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None, None
+    bar = tqdm(total=0, unit="file", file=sys.stderr, leave=False)
+
+    def update(i, total, _path):
+        bar.total = total
+        bar.n = i + 1
+        bar.refresh()
+    return update, bar
+
+
+def _sources(args) -> tuple[list[Path], list[Path]]:
+    homes, users = list(args.copilot_home), list(args.vscode_user)
+    if homes or users:
+        return homes, users  # any source flag turns discovery off
+    from .extract.cli_home import default_copilot_homes
+    homes = default_copilot_homes(os.environ)
+    if not homes:
+        log.warning("no Copilot CLI home found ($COPILOT_HOME, $XDG_STATE_HOME/.copilot, ~/.copilot)")
+    return homes, users
+
+
+def run_ingest(warehouse, homes, users, *, full=False, redact=True, quiet=False):
+    from .ingest import ingest
+    update, bar = _progress(quiet)
+    try:
+        summary = ingest(warehouse, homes, users, full=full, redact=redact, progress=update)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not quiet:
+        print(summary.line())
+        if summary.n_rejects:
+            print(f"  {summary.n_rejects} records rejected: see `select * from _rejects`")
+        if summary.n_files_skipped:
+            print(f"  {summary.n_files_skipped} sources busy, skipped; the next run retries them")
+        if summary.n_pending_tails:
+            print(f"  {summary.n_pending_tails} logs end in an unfinished line (live session?); read next run")
+    return summary
+
+
+def cmd_ingest(args) -> int:
+    homes, users = _sources(args)
+    if users:
+        log.warning("VS Code Copilot Chat folders are not read yet (issue #4); ignoring --vscode-user")
+        users = []
+    run_ingest(args.warehouse, homes, users, full=args.full, redact=not args.no_redact, quiet=args.quiet)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import export_parquet
+    written = export_parquet(args.warehouse, Path(args.out) / "parquet")
+    if not args.quiet:
+        print(f"report: {len(written)} parquet files in {Path(args.out) / 'parquet'}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    out = Path(args.out)
+    warehouse = out / "warehouse.duckdb"
+    run_ingest(warehouse, [SAMPLE / "copilot-home"], [], full=True, quiet=args.quiet)
+    from .report import export_parquet
+    written = export_parquet(warehouse, out / "parquet")
+    if not args.quiet:
+        print(f"report: {len(written)} parquet files in {out / 'parquet'}")
+        print(f"try: python -m pipeline query --warehouse {warehouse} "
+              "\"select title, n_turns, n_tool_calls from dim_sessions order by started_at\"")
+    return 0
+
+
+def cmd_query(args) -> int:
+    from .warehouse import connect
+    con = connect(args.warehouse, read_only=True)
+    try:
+        rel = con.sql(args.sql)
+        if rel is None:
+            return 0
+        df = rel.pl()
+    except Exception as exc:  # duckdb raises many error types; all are the user's SQL
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    finally:
+        con.close()
+    _print_frame(df, args.format)
+    return 0
+
+
+def _print_frame(df, fmt: str) -> None:
+    import polars as pl
+    if fmt == "csv":
+        nested = [c for c, t in df.schema.items() if t.is_nested()]
+        flat = df.with_columns(pl.col(c).map_elements(lambda v: json.dumps(v.to_list() if hasattr(v, "to_list")
+                                                                           else v), return_dtype=pl.String)
+                               for c in nested)
+        sys.stdout.write(flat.write_csv())
+    elif fmt == "json":
+        sys.stdout.write(df.write_json() + "\n")
+    elif fmt == "markdown":
+        cols = df.columns
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "|".join("---" for _ in cols) + "|")
+        for row in df.iter_rows():
+            print("| " + " | ".join("" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
+                                    for v in row) + " |")
+    else:
+        width = max(shutil.get_terminal_size((200, 40)).columns, 120)
+        with pl.Config(tbl_rows=200, tbl_cols=30, fmt_str_lengths=60, tbl_width_chars=width):
+            print(df)
