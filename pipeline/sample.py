@@ -1,0 +1,382 @@
+"""Writes the small synthetic Copilot home bundled under ``data/sample/`` (``make sample``).
+
+It covers every shape the readers accept: session folders with events.jsonl (resumed legs,
+failed tool calls, an unknown event type, reasoning text that must never be stored, a secret
+that must be redacted), workspace.yaml in its ``name`` / legacy ``summary`` / quoted forms,
+checkpoints as real markdown and as the seed note's JSON, vscode.metadata.json, plan.md and
+index.md, a legacy flat ``<id>.jsonl``, a legacy ``history-session-state`` file, damaged lines,
+and a ``session-store.db`` in WAL mode whose newest rows exist only in the ``-wal`` file.
+
+Two projects are planted for the reports: in ``acme-api`` the file ``src/auth/token_service.py``
+is the hot file and "token refresh" the topic; in ``webapp`` (a Windows checkout) it is
+``src/components/CartView.tsx`` and "cart checkout".
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import sys
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+NS = uuid.UUID("6f1c1c52-5e0e-4d43-9a39-0d6c1b8f0a11")
+T0 = datetime(2026, 9, 1, 9, 0, 0, tzinfo=timezone.utc)
+FAKE_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a fake token shaped like a real one
+
+ACME = {"cwd": "/home/dev/acme-api", "gitRoot": "/home/dev/acme-api", "branch": "main",
+        "repository": "acme/acme-api", "hostType": "github"}
+WEB = {"cwd": "C:\\Users\\dev\\webapp", "gitRoot": "C:\\Users\\dev\\webapp", "branch": "feature/cart"}
+
+
+def sid(name: str) -> str:
+    return str(uuid.uuid5(NS, name))
+
+
+def iso(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+class Log:
+    """Builds one events.jsonl the way the CLI writes it (envelope, parentId chain, timestamps)."""
+
+    def __init__(self, session: str, start: datetime):
+        self.session, self.t, self.events, self.prev, self.n = session, start, [], None, 0
+
+    def add(self, etype: str, data: dict, secs: float = 2.0) -> dict:
+        self.t += timedelta(seconds=secs)
+        self.n += 1
+        eid = str(uuid.uuid5(NS, f"{self.session}:{self.n}"))
+        ev = {"type": etype, "data": data, "id": eid, "timestamp": iso(self.t), "parentId": self.prev}
+        self.prev = eid
+        self.events.append(ev)
+        return ev
+
+    def start(self, ctx: dict, version="1.0.78", model="claude-sonnet-4.6"):
+        self.add("session.start", {"sessionId": self.session, "version": 1, "producer": "copilot-agent",
+                                   "copilotVersion": version, "startTime": iso(self.t), "context": ctx}, 0)
+        self.add("session.model_change", {"newModel": model}, 0.5)
+
+    def prompt(self, text: str):
+        self.add("user.message", {"content": text, "attachments": [],
+                                  "transformedContent": f"<current_datetime>{iso(self.t)}</current_datetime>\n\n"
+                                                        f"{text}\n<system_reminder>x</system_reminder>",
+                                  "interactionId": str(uuid.uuid5(NS, self.session + text))})
+
+    def tools(self, calls: list[tuple[str, dict, bool, str]], text: str = "", model="claude-sonnet-4.6"):
+        """One assistant turn requesting ``calls`` = [(tool, arguments, success, output)]."""
+        turn = str(self.n)
+        self.add("assistant.turn_start", {"turnId": turn})
+        reqs = []
+        for i, (tool, args, _ok, _out) in enumerate(calls):
+            reqs.append({"toolCallId": f"toolu_{uuid.uuid5(NS, f'{self.session}:{self.n}:{i}').hex[:20]}",
+                         "name": tool, "arguments": args, "type": "function"})
+        self.add("assistant.message", {"messageId": str(uuid.uuid5(NS, f"m{self.session}{self.n}")),
+                                       "content": text, "toolRequests": reqs, "model": model,
+                                       "outputTokens": 40 + 10 * len(calls), "turnId": turn,
+                                       "reasoningText": "private chain of thought that must not be stored",
+                                       "reasoningOpaque": "b64opaque=="})
+        for r in reqs:
+            self.add("tool.execution_start", {"toolCallId": r["toolCallId"], "toolName": r["name"],
+                                              "arguments": r["arguments"], "turnId": turn}, 0.2)
+        for r, (_t, _a, ok, out) in zip(reqs, calls, strict=True):
+            data = {"toolCallId": r["toolCallId"], "success": ok, "model": model, "turnId": turn}
+            if ok:
+                data["result"] = {"content": out, "detailedContent": out}
+            else:
+                data["error"] = {"message": out, "code": "failure"}
+            self.add("tool.execution_complete", data, 0.8)
+        self.add("assistant.turn_end", {"turnId": turn}, 0.1)
+
+    def answer(self, text: str, model="claude-sonnet-4.6"):
+        self.add("assistant.message", {"messageId": str(uuid.uuid5(NS, f"a{self.session}{self.n}")),
+                                       "content": text, "toolRequests": [], "model": model, "outputTokens": 120})
+
+    def shutdown(self, leg_start: datetime, metrics: dict):
+        self.add("session.shutdown", {
+            "shutdownType": "routine", "totalPremiumRequests": 1, "totalApiDurationMs": 20000,
+            "sessionStartTime": int(leg_start.timestamp() * 1000),
+            "codeChanges": {"linesAdded": 10, "linesRemoved": 2, "filesModified": []},
+            "modelMetrics": metrics})
+
+    def text(self) -> str:
+        return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in self.events)
+
+
+def metrics(model: str, req: int, inp: int, out: int, cache: int = 0) -> dict:
+    return {model: {"requests": {"count": req, "cost": 1}, "usage": {
+        "inputTokens": inp, "outputTokens": out, "cacheReadTokens": cache, "cacheWriteTokens": 0,
+        "reasoningTokens": 0}}}
+
+
+def view(path, body="1. line one\n2. line two"):
+    return ("view", {"path": path}, True, body)
+
+
+def edit(path):
+    return ("edit", {"path": path, "old_str": "a", "new_str": "b"}, True, "File updated.")
+
+
+def create(path):
+    return ("create", {"path": path, "file_text": "x"}, True, "Created file.")
+
+
+def bash(cmd, out="ok", ok=True):
+    return ("bash", {"command": cmd, "description": "run"}, ok, out)
+
+
+def write_session(home: Path, name: str, log: Log, workspace: str | None, extra: dict | None = None):
+    folder = home / "session-state" / log.session
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "events.jsonl").write_text(log.text(), encoding="utf-8", newline="\n")
+    if workspace is not None:
+        (folder / "workspace.yaml").write_text(workspace, encoding="utf-8")
+    for rel, content in (extra or {}).items():
+        p = folder / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(content, encoding="utf-8")
+
+
+def acme_sessions(home: Path) -> list[str]:
+    ids = []
+    tok = "/home/dev/acme-api/src/auth/token_service.py"
+    # 1: a resumed session (two legs, two shutdowns), checkpoints in the real markdown shape
+    s = sid("acme-1")
+    lg = Log(s, T0)
+    lg.start(ACME)
+    lg.prompt("Implement token refresh in the auth token service; refresh tokens must rotate.")
+    lg.tools([view(tok), view("src/auth/session.py"), ("report_intent", {"intent": "Reading auth"}, True, "ok")])
+    lg.tools([edit(tok), create("/home/dev/acme-api/tests/test_token_refresh.py")],
+             "I'll add the refresh flow.")
+    lg.tools([bash("pytest tests/test_token_refresh.py", "1 failed", ok=False)])
+    lg.answer("Token refresh now rotates refresh tokens; one test still fails on expiry.")
+    lg.add("session.compaction_complete", {"success": True, "checkpointNumber": 1,
+                                           "checkpointPath": "checkpoints/001-token-refresh-rotation.md"})
+    lg.shutdown(T0, metrics("claude-sonnet-4.6", 3, 30000, 500, 12000))
+    leg2 = lg.t + timedelta(hours=2)
+    lg.t = leg2
+    lg.add("session.resume", {"resumeTime": iso(leg2), "eventCount": lg.n}, 0)
+    lg.prompt("Fix the failing token refresh expiry test.")
+    lg.tools([view(tok), edit(tok), bash("pytest -q", "3 passed")])
+    lg.answer("Fixed: the expiry check used local time. All token refresh tests pass.")
+    lg.add("session.shutdown_summary_v2", {"note": "an event type from a future CLI version"})
+    lg.shutdown(leg2, metrics("claude-sonnet-4.6", 2, 20000, 300, 8000))
+    cp1 = ("# Token refresh rotation\n\n<overview>\nAdded token refresh with rotating refresh tokens to the auth "
+           "token service.\n</overview>\n<history>\n1. Read token_service.py\n2. Added refresh flow\n</history>\n"
+           "<work_done>\n- refresh() rotates tokens\n</work_done>\n<technical_details>\nRefresh tokens are "
+           "single-use.\n</technical_details>\n<important_files>\n- src/auth/token_service.py\n"
+           "- tests/test_token_refresh.py\n</important_files>\n<next_steps>\n- Fix expiry test\n"
+           "- Add token revocation endpoint\n</next_steps>\n")
+    index = ("# Checkpoint History\n\n| # | Title | File |\n|---|-------|------|\n"
+             "| 1 | Token refresh rotation | 001-token-refresh-rotation.md |\n")
+    write_session(home, "acme-1", lg,
+                  f"id: {s}\ncwd: /home/dev/acme-api\ngit_root: /home/dev/acme-api\nrepository: acme/acme-api\n"
+                  "branch: main\nclient_name: github/cli\nname: Token refresh rotation\nuser_named: true\n"
+                  "summary_count: 1\ncreated_at: 2026-09-01T09:00:00.000Z\nupdated_at: 2026-09-01T11:10:00.000Z\n",
+                  {"checkpoints/index.md": index, "checkpoints/001-token-refresh-rotation.md": cp1,
+                   "plan.md": "# Plan\n\n1. Token refresh with rotation\n2. Revocation endpoint\n"})
+    ids.append(s)
+
+    # 2: legacy `summary` block scalar, a secret pasted in a prompt, checkpoints in the seed note's JSON shape
+    s = sid("acme-2")
+    lg = Log(s, T0 + timedelta(days=3))
+    lg.start(ACME, version="0.0.409")
+    lg.prompt(f"The token refresh fails in CI with GITHUB_TOKEN={FAKE_TOKEN}; why does the refresh token expire?")
+    lg.tools([view(tok), ("grep", {"pattern": "refresh", "path": "src"}, True, "src/auth/token_service.py:3")])
+    lg.tools([edit(tok)], "The refresh token TTL is read in seconds but stored in ms.")
+    lg.answer("Fixed the TTL unit in token refresh. Rotate that token: it was pasted into the chat.")
+    lg.shutdown(lg.t, metrics("gpt-5.2", 2, 9000, 250))
+    cp_json = {"title": "Token refresh TTL units", "overview": "Token refresh TTL read in wrong unit.",
+               "history": "1. Investigated CI failure", "work_done": "- TTL in seconds",
+               "technical_details": "TTL stored in ms", "important_files": "- src/auth/token_service.py",
+               "next_steps": "- Add a regression test for token refresh TTL"}
+    write_session(home, "acme-2", lg,
+                  f"id: {s}\ncwd: /home/dev/acme-api\nsummary: |-\n  Token refresh TTL bug\n  found in CI\n"
+                  "summary_count: 1\ncreated_at: 2026-09-04T09:00:00.000Z\nupdated_at: 2026-09-04T09:30:00.000Z\n",
+                  {f"checkpoints/{uuid.uuid5(NS, 'cp-acme-2')}.json": json.dumps(cp_json, indent=2)})
+    ids.append(s)
+
+    # 3: a session driven from VS Code: customTitle wins; quoted YAML values
+    s = sid("acme-3")
+    lg = Log(s, T0 + timedelta(days=10))
+    lg.start(ACME)
+    lg.prompt("Add rate limiting to the login endpoint and reuse the token service.")
+    lg.tools([view("src/api/login.py"), view(tok), edit("src/api/login.py")])
+    lg.answer("Rate limiting added to login.")
+    lg.shutdown(lg.t, metrics("claude-sonnet-4.6", 2, 15000, 200))
+    meta = {"workspaceFolder": {"folderPath": "/home/dev/acme-api", "timestamp": 1788771600000},
+            "worktreeProperties": {"repositoryPath": "/home/dev/acme-api", "branchName": "feat/rate-limit",
+                                   "baseBranchName": "origin/main"},
+            "writtenToDisc": True, "firstUserMessage": "Add rate limiting", "customTitle": "Login rate limiting"}
+    write_session(home, "acme-3", lg,
+                  f"id: \"{s}\"\ncwd: '/home/dev/acme-api'\nname: \"auto title from first prompt\"\n"
+                  "created_at: '2026-09-11 09:00:00'\n",
+                  {"vscode.metadata.json": json.dumps(meta, indent=2),
+                   "index.md": "Added rate limiting to login, reusing the token service.\n"})
+    ids.append(s)
+    return ids
+
+
+def web_sessions(home: Path) -> list[str]:
+    ids = []
+    cart = "C:\\Users\\dev\\webapp\\src\\components\\CartView.tsx"
+    s = sid("web-1")
+    lg = Log(s, T0 + timedelta(days=5))
+    lg.start(WEB, version="1.0.34")
+    lg.prompt("The cart checkout button does nothing; fix cart checkout in CartView.")
+    lg.tools([view(cart), view("c:/Users/dev/webapp/src/api/checkout.ts"), view("src\\components\\CartView.tsx")])
+    lg.tools([edit(cart), edit("c:\\users\\dev\\webapp\\src\\components\\CartView.tsx")], "Wiring the handler.")
+    lg.answer("Cart checkout works: the click handler was never bound.")
+    lg.shutdown(lg.t, metrics("gpt-5.2", 3, 12000, 400))
+    write_session(home, "web-1", lg, f"id: {s}\ncwd: C:\\Users\\dev\\webapp\nname: Cart checkout button\n")
+    ids.append(s)
+
+    # damaged log: U+2028 in a string, one event split over lines, a glued fragment, a NUL tail
+    s = sid("web-2")
+    lg = Log(s, T0 + timedelta(days=6))
+    lg.start(WEB)
+    lg.prompt("Show cart checkout totals\u2028with tax on one line")
+    lg.tools([view(cart, "1. export function CartView() {\n2. }")])
+    lg.answer("Totals now include tax in cart checkout.")
+    lines = [json.dumps(e, ensure_ascii=False) for e in lg.events]
+    split_at = next(i for i, e in enumerate(lg.events) if e["type"] == "tool.execution_complete")
+    lines[split_at] = lines[split_at].replace("\\n", "\n", 1)  # a literal newline inside the output
+    glued = next(i for i, e in enumerate(lg.events) if e["type"] == "assistant.turn_end")
+    lines[glued] = '{"type":"assistant.turn_start","data":{"tur' + lines[glued]
+    text = "\n".join(lines) + "\n" + "\x00" * 64
+    folder = home / "session-state" / s
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "events.jsonl").write_bytes(text.encode("utf-8"))
+    (folder / "workspace.yaml").write_text(f"id: {s}\ncwd: C:\\Users\\dev\\webapp\nname: [unclosed\n",
+                                           encoding="utf-8")
+    ids.append(s)
+    return ids
+
+
+def legacy(home: Path) -> None:
+    s = sid("legacy-flat")
+    lg = Log(s, T0 - timedelta(days=60))
+    lg.start({"cwd": "/home/dev/acme-api"}, version="0.0.348")
+    lg.prompt("Explain the token service module.")
+    lg.answer("It issues and verifies tokens.")
+    (home / "session-state").mkdir(parents=True, exist_ok=True)
+    (home / "session-state" / f"{s}.jsonl").write_text(lg.text(), encoding="utf-8")
+    h = sid("legacy-history")
+    start = T0 - timedelta(days=90)
+    doc = {"sessionId": h, "startTime": iso(start), "chatMessages": [], "timeline": [
+        {"id": "t1", "timestamp": iso(start + timedelta(seconds=1)), "type": "info", "text": "Logged in"},
+        {"id": "t2", "timestamp": iso(start + timedelta(seconds=5)), "type": "user",
+         "text": "Rename the token service config key"},
+        {"id": "t3", "timestamp": iso(start + timedelta(seconds=9)), "type": "copilot", "text": "Renaming it."},
+        {"type": "tool_call_completed", "id": "t4", "timestamp": iso(start + timedelta(seconds=12)),
+         "callId": "toolu_legacy1", "name": "str_replace_editor", "toolTitle": "str_replace_editor",
+         "arguments": {"command": "str_replace", "path": "/home/dev/acme-api/src/auth/token_service.py",
+                       "old_str": "a", "new_str": "b"}, "result": {"type": "success", "log": "Edited"}},
+    ]}
+    (home / "history-session-state").mkdir(parents=True, exist_ok=True)
+    (home / "history-session-state" / f"session_{h}_{int(start.timestamp() * 1000)}.json").write_text(
+        json.dumps(doc, indent=2), encoding="utf-8")
+
+
+STORE_DDL = """
+create table schema_version (version integer);
+create table sessions (id text primary key, cwd text, repository text, host_type text, branch text,
+    summary text, created_at text default (datetime('now')), updated_at text);
+create table turns (id integer primary key autoincrement, session_id text not null references sessions(id),
+    turn_index integer not null, user_message text, assistant_response text, timestamp text,
+    unique(session_id, turn_index));
+create table checkpoints (id integer primary key autoincrement, session_id text, checkpoint_number integer,
+    title text, overview text, history text, work_done text, technical_details text, important_files text,
+    next_steps text, created_at text, unique(session_id, checkpoint_number));
+create table session_files (id integer primary key autoincrement, session_id text, file_path text not null,
+    tool_name text, turn_index integer, first_seen_at text, unique(session_id, file_path));
+create table session_refs (id integer primary key autoincrement, session_id text, ref_type text not null,
+    ref_value text not null, turn_index integer, created_at text, unique(session_id, ref_type, ref_value));
+create table assistant_usage_events (id integer primary key autoincrement, session_id text, model text,
+    input_tokens integer, output_tokens integer, cache_read_tokens integer, cache_write_tokens integer,
+    reasoning_tokens integer, created_at text);
+create virtual table search_index using fts5(content, session_id unindexed, source_type unindexed,
+    source_id unindexed);
+"""
+
+
+def store(home: Path, acme_ids: list[str]) -> None:
+    """session-store.db: one session also present as a folder (never counted twice), one only here,
+    and rows committed only to the -wal file (read only if the WAL is honoured)."""
+    db = home / "session-store.db"
+    tmp = home / "_building.db"
+    for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        if p.exists():
+            p.unlink()
+    con = sqlite3.connect(tmp)
+    con.execute("pragma journal_mode=wal")
+    con.execute("pragma wal_autocheckpoint=0")
+    con.executescript(STORE_DDL)
+    con.execute("insert into schema_version values (4)")
+    dup = acme_ids[0]
+    con.execute("insert into sessions values (?, ?, ?, 'github', 'main', ?, '2026-09-01 09:00:00', ?)",
+                (dup, "/home/dev/acme-api", "acme/acme-api", "Token refresh rotation", "2026-09-01 11:10:00"))
+    con.execute("insert into turns (session_id, turn_index, user_message, assistant_response, timestamp) "
+                "values (?, 0, 'Implement token refresh (store copy)', 'done', '2026-09-01 09:00:05')", (dup,))
+    con.execute("insert into session_files (session_id, file_path, tool_name, turn_index, first_seen_at) "
+                "values (?, '/home/dev/acme-api/src/auth/token_service.py', 'edit', 0, '2026-09-01 09:00:09')",
+                (dup,))
+    con.execute("insert into session_refs (session_id, ref_type, ref_value, turn_index, created_at) "
+                "values (?, 'pr', '42', 1, '2026-09-01T11:05:00Z')", (dup,))
+    con.commit()
+    con.execute("pragma wal_checkpoint(TRUNCATE)")  # everything above is in the main file
+    only = sid("store-only")
+    con.execute("insert into sessions values (?, ?, ?, 'github', 'main', ?, '2026-09-20 14:00:00', ?)",
+                (only, "/home/dev/acme-api", "acme/acme-api", "Token revocation endpoint",
+                 "2026-09-20T15:00:00.000Z"))
+    for i, (u, a) in enumerate([("Add a token revocation endpoint next to token refresh", "Added /revoke."),
+                                ("Document token refresh and revocation", "Docs updated.")]):
+        con.execute("insert into turns (session_id, turn_index, user_message, assistant_response, timestamp) "
+                    "values (?, ?, ?, ?, ?)", (only, i, u, a, f"2026-09-20 14:0{i}:00"))
+        con.execute("insert into search_index values (?, ?, 'turn', ?)", (u, only, f"{only}:{i}"))
+    con.execute("insert into checkpoints (session_id, checkpoint_number, title, overview, history, work_done, "
+                "technical_details, important_files, next_steps, created_at) values "
+                "(?, 1, 'Token revocation', 'Added revocation beside token refresh.', '1. Added endpoint', "
+                "'- /revoke', 'Revoked ids kept in redis', '- src/auth/token_service.py', "
+                "'- Expire revoked ids', '2026-09-20 14:30:00')", (only,))
+    for path, tool in (("/home/dev/acme-api/src/auth/token_service.py", "edit"),
+                       ("/home/dev/acme-api/src/api/revoke.py", "create"),
+                       ("/home/dev/acme-api/docs/auth.md", "edit")):
+        con.execute("insert into session_files (session_id, file_path, tool_name, turn_index, first_seen_at) "
+                    "values (?, ?, ?, 0, '2026-09-20 14:01:00')", (only, path, tool))
+    con.execute("insert into session_refs (session_id, ref_type, ref_value, turn_index, created_at) "
+                "values (?, 'commit', 'a1b2c3d4e5f6', 1, '2026-09-20 14:50:00')", (only,))
+    for i in range(3):
+        con.execute("insert into assistant_usage_events (session_id, model, input_tokens, output_tokens, "
+                    "cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at) values "
+                    "(?, 'claude-sonnet-4.6', 5000, 150, 1000, 0, 0, ?)", (only, f"2026-09-20 14:0{i}:30"))
+    con.execute("insert into search_index values (?, ?, 'workspace_artifact', ?)",
+                ("Revocation design: revoked token ids live in redis with the refresh token TTL.", only,
+                 "research/revocation.md"))
+    con.commit()
+    # copy while the connection is open: the last rows exist only in the -wal file
+    shutil.copyfile(tmp, db)
+    shutil.copyfile(f"{tmp}-wal", f"{db}-wal")
+    con.close()
+    for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        if p.exists():
+            p.unlink()
+
+
+def write_sample(out: Path) -> Path:
+    home = out / "copilot-home"
+    if home.exists():
+        shutil.rmtree(home)
+    home.mkdir(parents=True)
+    acme = acme_sessions(home)
+    web_sessions(home)
+    legacy(home)
+    store(home, acme)
+    return home
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("data/sample")
+    print(f"sample Copilot home written to {write_sample(target)}")
