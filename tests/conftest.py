@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_HOME = REPO / "data" / "sample" / "copilot-home"
+REAL = REPO.parent / "shared" / "real-samples"
+
+
+@pytest.fixture
+def sample_home(tmp_path) -> Path:
+    """A private copy of the bundled sample Copilot home (tests may change it)."""
+    dst = tmp_path / "copilot-home"
+    shutil.copytree(SAMPLE_HOME, dst)
+    return dst
+
+
+def rows(warehouse, sql, params=None):
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def snapshot(warehouse, tables):
+    """Every row of every table, sorted, without run lineage: equal snapshots mean identical tables."""
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        out = {}
+        for t in tables:
+            cols = [r[0] for r in con.execute("select column_name from information_schema.columns "
+                                              "where table_name = ? and column_name <> '_run_id'", [t]).fetchall()]
+            sel = ", ".join(f'"{c}"' for c in cols)
+            out[t] = sorted(map(repr, con.execute(f'select {sel} from "{t}"').fetchall()))
+        return out
+    finally:
+        con.close()
+
+
+def real(*parts) -> Path:
+    p = REAL.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"real samples not available at {p}")
+    return p

@@ -1,0 +1,167 @@
+"""End-to-end: the CLI on the bundled sample corpus, idempotency, incremental growth, bad input."""
+
+import hashlib
+import os
+import subprocess
+import sys
+
+from pipeline.cli import main
+from pipeline.ingest import ingest
+from pipeline.schema import STAR
+
+from .conftest import REPO, rows, snapshot
+
+STAR_TABLES = [t.name for t in STAR]
+
+
+def test_cli_ingest_of_the_sample_corpus(sample_home, tmp_path, capsys):
+    wh = tmp_path / "w.duckdb"
+    assert main(["ingest", "--copilot-home", str(sample_home), "--warehouse", str(wh)]) == 0
+    out = capsys.readouterr().out
+    assert "8 sessions, 10 turns, 22 tool calls, 3 checkpoints" in out
+    assert "2 records rejected" in out
+    sessions = rows(wh, "select title, client, n_turns, n_tool_calls, n_failed_tool_calls, n_unknown_events, "
+                        "n_resumes from dim_sessions order by started_at")
+    assert sessions == [
+        ("Rename the token service config key", "cli", 1, 1, 0, 0, 0),
+        ("Explain the token service module.", "cli", 1, 0, 0, 0, 0),
+        ("Token refresh rotation", "cli", 2, 9, 1, 1, 1),
+        ("Token refresh TTL bug\nfound in CI", "cli", 1, 3, 0, 0, 0),
+        ("Cart checkout button", "cli", 1, 5, 0, 0, 0),
+        ("[unclosed", "cli", 1, 1, 0, 0, 0),
+        ("Login rate limiting", "vscode", 1, 3, 0, 0, 0),
+        ("Token revocation endpoint", "cli", 2, 0, 0, 0, 0),
+    ]
+    # a session that is both a folder and a store row: events win, the store copy is not counted again
+    assert rows(wh, "select count(*) from fct_turns where user_message like '%store copy%'") == [(0,)]
+    # WAL-only rows of session-store.db were read
+    assert rows(wh, "select n_turns, sources from dim_sessions where title = 'Token revocation endpoint'") == [
+        (2, ["store", "workspace_artifact"])]
+    # usage: resumed legs summed, per-request store rows preferred
+    assert rows(wh, "select s.title, u.model, u.requests, u.input_tokens, u.output_tokens, u.usage_source "
+                    "from fct_usage u join dim_sessions s using (session_id) where u.input_tokens is not null "
+                    "order by s.started_at") == [
+        ("Token refresh rotation", "claude-sonnet-4.6", 5, 50000, 800, "shutdown"),
+        ("Token refresh TTL bug\nfound in CI", "gpt-5.2", 2, 9000, 250, "shutdown"),
+        ("Cart checkout button", "gpt-5.2", 3, 12000, 400, "shutdown"),
+        ("Login rate limiting", "claude-sonnet-4.6", 2, 15000, 200, "shutdown"),
+        ("Token revocation endpoint", "claude-sonnet-4.6", 3, 15000, 450, "store_usage_events"),
+    ]
+    # Windows spellings of one file are one file, project-relative
+    webapp = rows(wh, "select f.path, count(*) from dim_files f join dim_projects p using (project_id) "
+                      "where p.name = 'webapp' group by 1 order by 1")
+    assert webapp == [("src/api/checkout.ts", 1), ("src/components/CartView.tsx", 1)]
+    assert rows(wh, "select checkpoint_number, title, source_kind from fct_checkpoints order by title") == [
+        (1, "Token refresh TTL units", "folder_json"), (1, "Token refresh rotation", "folder_md"),
+        (1, "Token revocation", "store")]
+    assert rows(wh, "select ref_type, ref_value from fct_refs order by 1") == [("commit", "a1b2c3d4e5f6"),
+                                                                             ("pr", "42")]
+    assert sorted(r[0] for r in rows(wh, "select kind from fct_memories")) == [
+        "plan", "session_index", "workspace_artifact"]
+
+
+def test_nothing_secret_or_private_reaches_the_warehouse(sample_home, tmp_path):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    data = wh.read_bytes()
+    for forbidden in (b"chain of thought", b"b64opaque", b"<current_datetime>", b"A1b2C3d4E5f6G7h8I9j0"):
+        assert forbidden not in data
+    assert rows(wh, "select count(*) from fct_turns where user_message like '%[REDACTED:%'") == [(1,)]
+    assert rows(wh, "select n_redactions from _runs") == [(1,)]
+
+
+def test_second_ingest_changes_nothing_and_full_equals_incremental(sample_home, tmp_path):
+    wh = tmp_path / "w.duckdb"
+    first = ingest(wh, [sample_home])
+    before = snapshot(wh, STAR_TABLES + ["_rejects"])
+    again = ingest(wh, [sample_home])
+    assert again.n_files_read == 0 and again.n_files_unchanged == first.n_files_read
+    assert snapshot(wh, STAR_TABLES + ["_rejects"]) == before
+    ingest(wh, [sample_home], full=True)
+    assert snapshot(wh, STAR_TABLES + ["_rejects"]) == before
+
+
+def test_a_grown_log_adds_exactly_the_new_records(sample_home, tmp_path):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    log = next(p for p in sample_home.glob("session-state/*/events.jsonl") if "Cart checkout button" in
+               (p.parent / "workspace.yaml").read_text())
+    n_before = rows(wh, "select count(*) from stg_events")[0][0]
+    sid = log.parent.name
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write('{"type":"user.message","data":{"content":"one more cart question"},"id":"new-1",'
+                 '"timestamp":"2026-09-06T10:00:00.000Z","parentId":null}\n')
+        fh.write('{"type":"assistant.message","data":{"content":"answer","toolRequests":[]},"id":"new-2",'
+                 '"timestamp":"2026-09-06T10:00:05.000Z","parentId":"new-1"}\n')
+    summary = ingest(wh, [sample_home])
+    assert summary.n_files_read == 1 and summary.n_records == 2
+    assert rows(wh, "select count(*) from stg_events")[0][0] == n_before + 2
+    assert rows(wh, "select turn_index, user_message, assistant_response from fct_turns where session_id = ? "
+                    "order by turn_index", [sid])[-1] == (1, "one more cart question", "answer")
+    incremental = snapshot(wh, STAR_TABLES)
+    ingest(wh, [sample_home], full=True)
+    assert snapshot(wh, STAR_TABLES) == incremental
+
+
+def test_vanished_session_keeps_its_rows_and_is_marked_gone(sample_home, tmp_path):
+    import shutil
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    folder = next(p.parent for p in sample_home.glob("session-state/*/workspace.yaml")
+                  if "Cart checkout button" in p.read_text())
+    shutil.rmtree(folder)
+    ingest(wh, [sample_home])
+    assert rows(wh, "select n_turns, is_gone from dim_sessions where title = 'Cart checkout button'") == [(1, True)]
+    assert rows(wh, "select count(*) from dim_sessions where is_gone") == [(1,)]
+
+
+def test_sources_are_never_modified(sample_home, tmp_path):
+    def digest():
+        h = hashlib.md5()
+        for p in sorted(sample_home.rglob("*")):
+            if p.is_file():
+                h.update(p.name.encode() + p.read_bytes())
+        return h.hexdigest(), sorted(str(p.relative_to(sample_home)) for p in sample_home.rglob("*"))
+    before = digest()
+    ingest(tmp_path / "w.duckdb", [sample_home])
+    assert digest() == before
+
+
+def test_missing_source_folder_is_one_clear_line_and_nonzero_exit(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "pipeline", "ingest", "--copilot-home", str(tmp_path / "nope"),
+                        "--warehouse", str(tmp_path / "w.duckdb")], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [f"error: --copilot-home {tmp_path / 'nope'}: no such folder"]
+
+
+def test_unwritable_warehouse_is_a_clear_error(sample_home, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = subprocess.run([sys.executable, "-m", "pipeline", "ingest", "--copilot-home", str(sample_home),
+                        "--warehouse", str(blocker / "w.duckdb")], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and r.stderr.startswith("error: cannot create the warehouse folder")
+
+
+def test_demo_and_query_verbs(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 0
+    assert (out / "parquet" / "dim_sessions.parquet").exists()
+    capsys.readouterr()
+    assert main(["query", "--warehouse", str(out / "warehouse.duckdb"), "--format", "csv",
+                 "select count(*) as n from dim_sessions"]) == 0
+    assert capsys.readouterr().out == "n\n8\n"
+    assert os.path.exists(out / "warehouse.duckdb")
+
+
+def test_readme_table_reference_is_current():
+    from pipeline.docs import BEGIN, END, table_reference
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert f"{BEGIN}\n{table_reference()}{END}" in text
+
+
+def test_column_comments_reach_duckdb(sample_home, tmp_path):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    assert rows(wh, "select comment from duckdb_columns() where table_name = 'fct_turns' "
+                    "and column_name = 'user_message'") == [
+        ("What the user typed (never transformedContent), redacted.",)]

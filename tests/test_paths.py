@@ -1,0 +1,23 @@
+from pipeline.transform.paths import normalize, project_name, project_root, relativize
+
+
+def test_windows_paths_fold_drive_case_and_separators():
+    assert normalize("C:\\Users\\dev\\app\\") == "c:/Users/dev/app"
+    assert normalize("file:///c%3A/Users/dev/app") == "c:/Users/dev/app"
+    assert normalize("/a//b/./c/") == "/a/b/c"
+    assert normalize("vscode-remote://ssh-remote+box/home/x/") == "vscode-remote://ssh-remote+box/home/x"
+
+
+def test_relativize_against_the_project_root():
+    root = "C:\\Users\\dev\\webapp"
+    for p in ("C:\\Users\\dev\\webapp\\src\\A.tsx", "c:/users/dev/webapp/src/A.tsx", "src\\A.tsx"):
+        rel, inside = relativize(p, project_root(root, None), root)
+        assert (rel.lower(), inside) == ("src/a.tsx", True)
+    assert relativize("/etc/hosts", "/home/x", "/home/x") == ("/etc/hosts", False)
+    assert relativize("../lib/a.py", "/home/x", "/home/x/app") == ("lib/a.py", True)
+
+
+def test_project_names():
+    assert project_name("/home/dev/acme-api", None) == "acme-api"
+    assert project_name("/x", "acme/api") == "api"
+    assert project_name("", None) == "(no project)"
