@@ -71,18 +71,6 @@ def _session_folder(folder: Path, root: str) -> list[Source]:
     return out
 
 
-def is_live(session_folder: Path) -> bool:
-    """A Copilot process has the session open (``inuse.<pid>.lock`` with a running pid)."""
-    for lock in session_folder.glob("inuse.*.lock"):
-        try:
-            pid = int(lock.name.split(".")[1])
-            os.kill(pid, 0)
-            return True
-        except (ValueError, ProcessLookupError, PermissionError, IndexError):
-            continue
-    return False
-
-
 # ------------------------------------------------------------------------------ workspace.yaml
 _YAML_LINE = re.compile(r"^(?P<k>[A-Za-z_][A-Za-z0-9_]*):\s?(?P<v>.*)$")
 _WORKSPACE_FIELDS = {"name", "summary", "cwd", "git_root", "repository", "branch", "host_type",
