@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     if getattr(args, "quiet", False) and not args.verbose:
         logging.getLogger().setLevel(logging.ERROR)
+    from .checks import ChecksFailed
     from .ingest import SourceError
     from .warehouse import WarehouseError
     try:
@@ -63,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     except (SourceError, WarehouseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ChecksFailed as exc:
+        print(f"error: data checks failed; the warehouse was left as it was\n{exc}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("interrupted: nothing was written", file=sys.stderr)
         return 130

@@ -17,6 +17,7 @@ import orjson
 import polars as pl
 
 from . import extract  # noqa: F401  (registers the readers)
+from .checks import ChecksFailed, all_checks, run_checks
 from .extract.base import READERS, Context, Prior, Source, stat_fingerprint
 from .extract.cli_home import discover_copilot_home
 from .extract.events import tail_digest
@@ -51,6 +52,7 @@ class RunSummary:
     n_pending_tails: int = 0
     n_redactions: int = 0
     n_sessions_changed: int = 0
+    n_checks_run: int = 0
     redactions: dict = field(default_factory=dict)
     unknown_kinds: dict = field(default_factory=dict)
     tables: dict = field(default_factory=dict)
@@ -172,6 +174,11 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
         affected |= _mark_gone(con, roots, seen, priors, summary)
         summary.n_sessions_changed = len(affected)
         _rebuild(con, sorted(affected))
+        if affected:
+            failures = run_checks(con)
+            if failures:
+                raise ChecksFailed(failures)
+        summary.n_checks_run = len(all_checks())
         summary.n_redactions = redactor.total
         summary.redactions = dict(sorted(redactor.counts.items()))
         for t in STAR:

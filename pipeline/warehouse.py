@@ -71,6 +71,8 @@ def _lit(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
-def drop_all(con: duckdb.DuckDBPyConnection) -> None:
+def drop_all(con: duckdb.DuckDBPyConnection, keep: frozenset[str] = frozenset({"_runs"})) -> None:
+    """Drop every declared table but the run log, which records the full rebuild too."""
     for t in ALL_TABLES:
-        con.execute(f'drop table if exists "{t.name}"')
+        if t.name not in keep:
+            con.execute(f'drop table if exists "{t.name}"')

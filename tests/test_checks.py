@@ -1,0 +1,49 @@
+"""Data checks: SELECTs of offending rows, run on every ingest; a failure fails the run."""
+
+import duckdb
+
+from pipeline import checks
+from pipeline.cli import main
+from pipeline.ingest import ingest
+
+from .conftest import rows
+
+
+def test_checks_pass_on_the_sample_and_catch_broken_rows(sample_home, tmp_path):
+    wh = tmp_path / "w.duckdb"
+    summary = ingest(wh, [sample_home])
+    assert summary.n_checks_run == len(checks.all_checks()) == 10 + 4  # 10 key checks, 4 in sql/checks
+    con = duckdb.connect(str(wh))
+    try:
+        assert checks.run_checks(con) == []
+        con.execute("insert into fct_turns (session_id, turn_index) select session_id, turn_index from fct_turns "
+                    "limit 1")
+        con.execute("insert into fct_refs (session_id, ref_type, ref_value) values ('ghost', 'tag', 'v1')")
+        failed = {f.name: f for f in checks.run_checks(con)}
+    finally:
+        con.close()
+    assert sorted(failed) == ["accepted_values", "fk_facts_to_sessions", "turn_indexes_are_dense",
+                              "unique_key_fct_turns"]
+    assert failed["accepted_values"].rows == [("fct_refs.ref_type", "tag")]
+    assert failed["fk_facts_to_sessions"].rows == [("fct_refs", "ghost")]
+    assert failed["unique_key_fct_turns"].columns == ["session_id", "turn_index", "n_rows"]
+
+
+def test_a_failing_check_fails_the_run_and_leaves_the_warehouse(sample_home, tmp_path, monkeypatch, capsys):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    before = rows(wh, "select count(*) from stg_events")
+    strict = tmp_path / "checks"
+    strict.mkdir()
+    (strict / "no_sessions_after_2026_09_10.sql").write_text(
+        "select session_id, started_at from dim_sessions where started_at > timestamp '2026-09-10'")
+    monkeypatch.setattr(checks, "CHECKS_DIR", strict)
+    monkeypatch.setattr(checks.all_checks, "__defaults__", (strict,))
+    monkeypatch.setattr(checks.run_checks, "__defaults__", (strict,))
+    log = next(sample_home.glob("session-state/*/events.jsonl"))
+    with open(log, "a") as fh:
+        fh.write('{"type":"user.message","data":{"content":"more"},"id":"x1","timestamp":"2026-09-30T00:00:00Z"}\n')
+    assert main(["ingest", "--copilot-home", str(sample_home), "--warehouse", str(wh), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "check no_sessions_after_2026_09_10 failed: 2 offending rows" in err
+    assert rows(wh, "select count(*) from stg_events") == before  # rolled back
