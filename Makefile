@@ -33,7 +33,7 @@ test: $(STAMP)  ## run the test suite
 
 lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
 	$(VENV)/bin/ruff check pipeline tests
-	@if ls sql/*.sql >/dev/null 2>&1; then $(VENV)/bin/sqlfluff lint sql; fi
+	$(VENV)/bin/sqlfluff lint sql
 
 sample: $(STAMP)  ## regenerate the synthetic sample corpus under data/sample/
 	$(PY) -m pipeline.sample data/sample
