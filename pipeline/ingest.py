@@ -143,6 +143,25 @@ def _insert(con, table: str, rows_or_frame) -> int:
     return tbl.num_rows
 
 
+class Buffer:
+    """Staged rows collected across sources and written in large batches (one insert per table)."""
+
+    def __init__(self, con, limit: int = 50_000):
+        self.con, self.limit, self.rows, self.n = con, limit, {}, 0
+
+    def add(self, table: str, rows: list[dict]) -> int:
+        self.rows.setdefault(table, []).extend(rows)
+        self.n += len(rows)
+        if self.n >= self.limit:
+            self.flush()
+        return len(rows)
+
+    def flush(self) -> None:
+        for table, rows in self.rows.items():
+            _insert(self.con, table, rows)
+        self.rows, self.n = {}, 0
+
+
 def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[Path] | None = None, *,
            full: bool = False, redact: bool = True, now: datetime | None = None,
            progress: Callable[[int, int, str], None] | None = None) -> RunSummary:
@@ -166,11 +185,13 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
         priors = _priors(con)
         affected: set[str] = set()
         seen: set[str] = set()
+        buffer = Buffer(con)
         for i, src in enumerate(sources):
             seen.add(src.path)
             if progress:
                 progress(i, len(sources), src.path)
-            affected |= _ingest_source(con, src, ctx, priors.get(src.path), summary)
+            affected |= _ingest_source(con, src, ctx, priors.get(src.path), summary, buffer)
+        buffer.flush()
         affected |= _mark_gone(con, roots, seen, priors, summary)
         summary.n_sessions_changed = len(affected)
         _rebuild(con, sorted(affected))
@@ -199,7 +220,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     return summary
 
 
-def _ingest_source(con, src: Source, ctx: Context, prior_info, summary: RunSummary) -> set[str]:
+def _ingest_source(con, src: Source, ctx: Context, prior_info, summary: RunSummary, buffer: Buffer) -> set[str]:
     fp, size = _fingerprint(src)
     prior, _present, _sid = prior_info if prior_info else (None, False, None)
     if prior is not None and prior.fingerprint.split(";good_line=")[0].split(";tail=")[0] == fp:
@@ -225,39 +246,45 @@ def _ingest_source(con, src: Source, ctx: Context, prior_info, summary: RunSumma
         _insert(con, "_rejects", [{"source_path": src.path, "position": "file", "line_number": None,
                                    "byte_offset": None, "reason": reason, "excerpt": "", "_run_id": ctx.run_id}])
         summary.n_rejects += 1
-        _record_source(con, src, fp, size, 0, 1, 0, ctx.run_id)
+        _record_source(con, buffer, prior is not None, src, fp, size, 0, 0, ctx.run_id)
         return before
     if res.skipped_reason:
         summary.n_files_skipped += 1
         log.warning("%s: %s", src.path, res.skipped_reason)
         return set()
     unreadable = not res.rows and any(r["position"] == "file" for r in res.rejects)
-    if unreadable:
+    if prior is None:
+        pass  # never staged before: nothing to replace
+    elif unreadable:
         _delete_rejects(con, src.path)  # keep what an earlier run read from this file
     elif not res.appended:
         _delete_staged(con, src.path)
     after: set[str] = set()
     for table, rows in res.rows.items():
-        summary.n_records += _insert(con, table, rows)
+        summary.n_records += buffer.add(table, rows)
         after.update(r["session_id"] for r in rows if r.get("session_id"))
     for r in res.rejects:
         r["_run_id"] = ctx.run_id
-    summary.n_rejects += _insert(con, "_rejects", res.rejects)
+    summary.n_rejects += buffer.add("_rejects", res.rejects)
     for r in res.rejects:
         log.warning("%s %s: %s", r["source_path"], r["position"], r["reason"])
     summary.n_pending_tails += int(res.pending_tail)
     summary.n_files_read += 1
     if src.kind in APPEND_KINDS:
         fp = f"{fp};tail={tail_digest(src.path, res.last_good_offset)};good_line={res.good_line}"
-    _record_source(con, src, fp, size, res.last_good_offset, res.good_line, res.n_records, ctx.run_id)
+    _record_source(con, buffer, prior is not None, src, fp, size, res.last_good_offset, res.n_records,
+                   ctx.run_id)
     return before | after | ({src.session_id} if src.session_id else set())
 
 
-def _record_source(con, src, fp, size, good_offset, good_line, n_records, run_id) -> None:
-    con.execute("delete from _source_files where source_path = ?", [src.path])
+def _record_source(con, buffer, known, src, fp, size, good_offset, n_records, run_id) -> None:
+    if known:
+        con.execute("delete from _source_files where source_path = ?", [src.path])
     mtime = os.stat(src.path).st_mtime_ns if os.path.exists(src.path) else None
-    con.execute("insert into _source_files values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [src.path, src.kind, src.session_id, size, mtime, fp, good_offset, n_records, True, run_id])
+    buffer.add("_source_files", [{
+        "source_path": src.path, "kind": src.kind, "session_id": src.session_id, "size": size, "mtime_ns": mtime,
+        "fingerprint": fp, "last_good_offset": good_offset, "n_records": n_records, "is_present": True,
+        "last_run_id": run_id}])
 
 
 def _mark_gone(con, roots: list[str], seen: set[str], priors, summary: RunSummary) -> set[str]:
