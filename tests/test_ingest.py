@@ -28,10 +28,13 @@ def test_cli_ingest_of_the_sample_corpus(sample_home, tmp_path, capsys):
         ("Token refresh rotation", "cli", 2, 9, 1, 1, 1),
         ("Token refresh TTL bug\nfound in CI", "cli", 1, 3, 0, 0, 0),
         ("Cart checkout button", "cli", 1, 5, 0, 0, 0),
-        ("[unclosed", "cli", 1, 1, 0, 0, 0),
+        ("Show cart checkout totals with tax on one line", "cli", 1, 1, 0, 0, 0),  # title from the prompt
         ("Login rate limiting", "vscode", 1, 3, 0, 0, 0),
         ("Token revocation endpoint", "cli", 2, 0, 0, 0, 0),
     ]
+    # the prompt itself keeps its raw U+2028
+    assert rows(wh, "select count(*) from fct_turns where user_message = ?",
+                ["Show cart checkout totals\u2028with tax on one line"]) == [(1,)]
     # a session that is both a folder and a store row: events win, the store copy is not counted again
     assert rows(wh, "select count(*) from fct_turns where user_message like '%store copy%'") == [(0,)]
     # WAL-only rows of session-store.db were read

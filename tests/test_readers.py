@@ -37,7 +37,7 @@ def test_malformed_workspace_yaml_is_rejected_and_salvaged(tmp_path):
     res = read_workspace_yaml(Source(str(p), "workspace_yaml", "s"), ctx(), None)
     assert res.rejects[0]["position"] == "file" and "not valid YAML" in res.rejects[0]["reason"]
     row = res.rows["stg_session_meta"][0]
-    assert (row["cwd"], row["branch"]) == ("/work", "main")
+    assert (row["cwd"], row["branch"], row["title"]) == ("/work", "main", None)
 
 
 def test_checkpoints_markdown_and_json_shapes(tmp_path):

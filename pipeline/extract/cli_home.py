@@ -116,7 +116,8 @@ def _salvage_yaml(text: str) -> dict:
     out = {}
     for line in text.splitlines():
         m = _YAML_LINE.match(line)
-        if m and m.group("v").strip() and not m.group("v").strip().startswith(("|", ">")):
+        # plain scalars only: block scalars and flow collections are what failed to parse
+        if m and m.group("v").strip() and not m.group("v").strip().startswith(("|", ">", "[", "{")):
             out[m.group("k")] = m.group("v").strip().strip("'\"")
     return out
 
