@@ -120,9 +120,6 @@ def run_ingest(warehouse, homes, users, *, full=False, redact=True, quiet=False)
 
 def cmd_ingest(args) -> int:
     homes, users = _sources(args)
-    if users:
-        log.warning("VS Code Copilot Chat folders are not read yet (issue #4); ignoring --vscode-user")
-        users = []
     run_ingest(args.warehouse, homes, users, full=args.full, redact=not args.no_redact, quiet=args.quiet)
     return 0
 
