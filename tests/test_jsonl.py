@@ -69,3 +69,13 @@ def test_garbage_line_is_rejected_with_position_and_the_rest_is_read():
 def test_json_that_is_not_an_object_is_rejected():
     recs, rej, _ = read(b"[1, 2]\n" + ev(2).encode() + b"\n")
     assert len(recs) == 1 and rej[0].reason == "line is JSON but not an object"
+
+
+def test_reading_from_a_base_offset_reports_file_offsets():
+    full = (ev(1) + "\n" + ev(2) + "\n" + "garbage\n").encode()
+    base = len(ev(1)) + 1
+    st = ReadState(0, 1)
+    items = list(iter_jsonl(full[base:], 0, 2, st, base=base))
+    assert [(type(i).__name__, i.line, i.offset) for i in items] == [
+        ("Record", 2, base), ("Reject", 3, base + len(ev(2)) + 1)]
+    assert st.good_offset == len(full) and st.good_line == 4

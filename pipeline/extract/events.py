@@ -181,10 +181,10 @@ def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kin
     if prior is not None and prior.last_good_offset and _is_append(source.path, prior):
         start, start_line, index = prior.last_good_offset, prior.good_line, prior.n_records
         res.appended = True
-    data = read_bytes(source.path)
+    data = read_bytes(source.path, start)  # a grown log: only the new bytes
     state = ReadState(start, start_line)
     sid = source.session_id
-    for item in iter_jsonl(data, start, start_line, state):
+    for item in iter_jsonl(data, 0, start_line, state, base=start):
         if isinstance(item, Record):
             row, reqs = event_rows(item.obj, session_id=sid, source_kind=source_kind, index=index,
                                    line=item.line, offset=item.offset, source_path=source.path, ctx=ctx)

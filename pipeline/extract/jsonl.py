@@ -70,13 +70,26 @@ def excerpt_of(raw: bytes, n: int = 200) -> str:
 
 
 def iter_jsonl(
-    data: bytes, start_offset: int = 0, start_line: int = 1, state: ReadState | None = None
+    data: bytes, start_offset: int = 0, start_line: int = 1, state: ReadState | None = None, base: int = 0
 ) -> Iterator[Record | Reject]:
-    """Yield records and rejects from ``data[start_offset:]``; fill ``state`` with the resume point."""
+    """Yield records and rejects from ``data[start_offset:]``; fill ``state`` with the resume point.
+
+    ``base`` is the file offset ``data`` starts at (a log read from its last good offset):
+    every offset reported is a file offset.
+    """
+    for item in _iter(data, start_offset, start_line, state, base == 0):
+        if base:
+            item.offset += base
+        yield item
+    if state is not None and base:
+        state.good_offset += base
+
+
+def _iter(data: bytes, start_offset: int, start_line: int, state: ReadState | None, at_file_start: bool):
     n = len(data)
     pos = start_offset
     line_no = start_line
-    if pos == 0 and data.startswith(_BOM):
+    if pos == 0 and at_file_start and data.startswith(_BOM):
         pos = len(_BOM)
     good_offset, good_line = pos, line_no
     pending = False
@@ -124,7 +137,7 @@ def iter_jsonl(
             continue
 
         # 3) an unterminated last line: a session still being written. Not an error.
-        if not terminated or _only_tail_left(data, next_pos):
+        if not terminated:
             pending = True
             break
 
@@ -134,11 +147,6 @@ def iter_jsonl(
 
     if state is not None:
         state.good_offset, state.good_line, state.pending_tail = good_offset, good_line, pending
-
-
-def _only_tail_left(data: bytes, pos: int) -> bool:
-    """True when nothing but NULs and whitespace follow ``pos``."""
-    return not data[pos:].strip(b"\x00 \t\r\n")
 
 
 def _split_glued(raw: bytes):
