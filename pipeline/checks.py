@@ -53,10 +53,11 @@ def all_checks(checks_dir: Path = CHECKS_DIR) -> list[tuple[str, str]]:
 
 def run_checks(con, checks_dir: Path = CHECKS_DIR) -> list[CheckFailure]:
     failures = []
-    for name, sql in all_checks(checks_dir):
+    checks = all_checks(checks_dir)
+    for name, sql in checks:
         rel = con.sql(f"select * from ({sql.strip().rstrip(';')})")
         n = rel.count("*").fetchall()[0][0]
         if n:
             failures.append(CheckFailure(name, n, rel.columns, rel.limit(SHOW_ROWS).fetchall()))
-    log.info("%d checks run, %d failed", len(all_checks(checks_dir)), len(failures))
+    log.info("%d checks run, %d failed", len(checks), len(failures))
     return failures

@@ -95,14 +95,10 @@ def _fingerprint(src: Source) -> tuple[str, int]:
 
 
 def _priors(con) -> dict[str, tuple[Prior, bool, str | None]]:
-    rows = con.execute("select source_path, fingerprint, size, last_good_offset, n_records, is_present, "
-                       "session_id from _source_files").fetchall()
-    out = {}
-    for path, fp, size, good, n, present, sid in rows:
-        base, _, tail = (fp or "").partition(";good_line=")
-        good_line = int(tail.split(";")[0]) if tail else 1
-        out[path] = (Prior(fp or "", size or 0, good or 0, n or 0, good_line), bool(present), sid)
-    return out
+    rows = con.execute("select source_path, fingerprint, size, last_good_offset, n_records, good_line, "
+                       "tail_digest, is_present, session_id from _source_files").fetchall()
+    return {path: (Prior(fp or "", size or 0, good or 0, n or 0, line or 1, tail), bool(present), sid)
+            for path, fp, size, good, n, line, tail, present, sid in rows}
 
 
 def _staged_sessions(con, path: str) -> set[str]:
@@ -197,7 +193,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             failures = run_checks(con)
             if failures:
                 raise ChecksFailed(failures)
-        summary.n_checks_run = len(all_checks())
+            summary.n_checks_run = len(all_checks())
         summary.n_redactions = redactor.total
         summary.redactions = dict(sorted(redactor.counts.items()))
         for t in STAR:
@@ -221,7 +217,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
 def _ingest_source(con, src: Source, ctx: Context, prior_info, summary: RunSummary, buffer: Buffer) -> set[str]:
     fp, size = _fingerprint(src)
     prior, _present, _sid = prior_info if prior_info else (None, False, None)
-    if prior is not None and prior.fingerprint.split(";good_line=")[0].split(";tail=")[0] == fp:
+    if prior is not None and prior.fingerprint == fp:
         summary.n_files_unchanged += 1
         if not _present:
             con.execute("update _source_files set is_present = true where source_path = ?", [src.path])
@@ -244,7 +240,7 @@ def _ingest_source(con, src: Source, ctx: Context, prior_info, summary: RunSumma
         _insert(con, "_rejects", [{"source_path": src.path, "position": "file", "line_number": None,
                                    "byte_offset": None, "reason": reason, "excerpt": "", "_run_id": ctx.run_id}])
         summary.n_rejects += 1
-        _record_source(con, buffer, prior is not None, src, fp, size, 0, 0, ctx.run_id)
+        _record_source(con, buffer, prior is not None, src, fp, size, ctx.run_id)
         return before
     if res.skipped_reason:
         summary.n_files_skipped += 1
@@ -268,21 +264,21 @@ def _ingest_source(con, src: Source, ctx: Context, prior_info, summary: RunSumma
         log.warning("%s %s: %s", r["source_path"], r["position"], r["reason"])
     summary.n_pending_tails += int(res.pending_tail)
     summary.n_files_read += 1
-    if src.kind in APPEND_KINDS:
-        fp = f"{fp};tail={tail_digest(src.path, res.last_good_offset)};good_line={res.good_line}"
-    _record_source(con, buffer, prior is not None, src, fp, size, res.last_good_offset, res.n_records,
-                   ctx.run_id)
+    tail = tail_digest(src.path, res.last_good_offset) if src.kind in APPEND_KINDS else None
+    _record_source(con, buffer, prior is not None, src, fp, size, ctx.run_id, res, tail)
     return before | after | ({src.session_id} if src.session_id else set())
 
 
-def _record_source(con, buffer, known, src, fp, size, good_offset, n_records, run_id) -> None:
+def _record_source(con, buffer, known, src, fp, size, run_id, res=None, tail=None) -> None:
+    """Remember a source's fingerprint (and, for logs, where to resume); ``res`` None = unreadable."""
     if known:
         con.execute("delete from _source_files where source_path = ?", [src.path])
     mtime = os.stat(src.path).st_mtime_ns if os.path.exists(src.path) else None
     buffer.add("_source_files", [{
         "source_path": src.path, "kind": src.kind, "session_id": src.session_id, "size": size, "mtime_ns": mtime,
-        "fingerprint": fp, "last_good_offset": good_offset, "n_records": n_records, "is_present": True,
-        "last_run_id": run_id}])
+        "fingerprint": fp, "last_good_offset": res.last_good_offset if res else 0,
+        "good_line": res.good_line if res else 1, "tail_digest": tail,
+        "n_records": res.n_records if res else 0, "is_present": True, "last_run_id": run_id}])
 
 
 def _mark_gone(con, roots: list[str], seen: set[str], priors, summary: RunSummary) -> set[str]:
@@ -305,8 +301,6 @@ def _rebuild(con, affected: list[str]) -> None:
         batch = affected[start:start + SESSION_BATCH]
         stg = {t.name: con.sql(f'select * from "{t.name}" where session_id in (select unnest(?))',
                                params=[batch]).pl() for t in STAGING}
-        stg = {k: (v if v.width else pl.DataFrame(schema=pl.from_arrow(arrow_schema(k).empty_table()).schema))
-               for k, v in stg.items()}
         star = build_star(stg)
         for table in FACT_TABLES:
             con.execute(f'delete from "{table}" where session_id in (select unnest(?))', [batch])

@@ -35,6 +35,7 @@ class Prior:
     last_good_offset: int
     n_records: int
     good_line: int = 1
+    tail_digest: str | None = None
 
 
 @dataclass

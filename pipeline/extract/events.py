@@ -212,10 +212,7 @@ def _is_append(path: str, prior: Prior) -> bool:
     size = Path(path).stat().st_size
     if size < prior.size or size < prior.last_good_offset:
         return False
-    if ";tail=" not in prior.fingerprint:
-        return False
-    digest = prior.fingerprint.split(";tail=", 1)[1].split(";", 1)[0]
-    return bool(digest) and digest == tail_digest(path, prior.last_good_offset)
+    return bool(prior.tail_digest) and prior.tail_digest == tail_digest(path, prior.last_good_offset)
 
 
 @reader("events")

@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..schema import TABLES
 from .base import Context, Prior, ReadResult, Source, reader
 
 log = logging.getLogger(__name__)
@@ -108,80 +109,56 @@ def read_session_store(source: Source, ctx: Context, prior: Prior | None) -> Rea
     return res
 
 
+# source table -> (staging table, {staging column: source column}, fallbacks for renamed source columns)
+_COPIES = [
+    ("sessions", "stg_session_meta",
+     {"session_id": "id", "summary": "summary", "cwd": "cwd", "repository": "repository", "branch": "branch",
+      "host_type": "host_type", "created_at": "created_at", "updated_at": "updated_at"}, {}),
+    ("turns", "stg_store_turns",
+     {"session_id": "session_id", "turn_index": "turn_index", "user_message": "user_message",
+      "assistant_response": "assistant_response", "ts": "timestamp"}, {"timestamp": ("created_at",)}),
+    ("checkpoints", "stg_checkpoints",
+     {c: c for c in ("session_id", "checkpoint_number", "title", "overview", "history", "work_done",
+                     "technical_details", "important_files", "next_steps", "created_at")}, {}),
+    ("session_files", "stg_store_files",
+     {c: c for c in ("session_id", "file_path", "tool_name", "turn_index", "first_seen_at")}, {}),
+    ("session_refs", "stg_store_refs",
+     {c: c for c in ("session_id", "ref_type", "ref_value", "turn_index", "created_at")}, {}),
+    ("assistant_usage_events", "stg_store_usage",
+     {"row_id": "id", **{c: c for c in ("session_id", "model", "input_tokens", "output_tokens",
+                                        "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+                                        "created_at")}}, {}),
+]
+# free text a user or model wrote: redacted
+_TEXT = {"summary", "user_message", "assistant_response", "title", "overview", "history", "work_done",
+         "technical_details", "important_files", "next_steps"}
+_CONSTANTS = {"stg_session_meta": {"source_kind": "store"}, "stg_checkpoints": {"source_kind": "store"}}
+
+
 def _read_tables(con, source: Source, ctx: Context, res: ReadResult) -> None:
-    r, path, run = ctx.redact, source.path, ctx.run_id
     missing = []
-
-    rows = _select(con, "sessions", ["id", "cwd", "repository", "host_type", "branch", "summary",
-                                     "created_at", "updated_at"])
-    if rows is None:
-        missing.append("sessions")
-    for row in rows or []:
-        if not row["id"]:
-            res.reject(path, "sessions row without id", excerpt=str(row)[:200])
+    for table, stg, mapping, aliases in _COPIES:
+        rows = _select(con, table, list(mapping.values()), aliases)
+        if rows is None:
+            missing.append(table)
             continue
-        res.add("stg_session_meta", {
-            "session_id": _txt(row["id"]), "source_kind": "store", "title": None,
-            "summary": r(_txt(row["summary"])), "cwd": _txt(row["cwd"]), "git_root": None,
-            "repository": _txt(row["repository"]), "branch": _txt(row["branch"]),
-            "host_type": _txt(row["host_type"]), "client_name": None,
-            "created_at": _txt(row["created_at"]), "updated_at": _txt(row["updated_at"]),
-            "first_user_message": None, "extra": None, "_source_path": path, "_run_id": run})
-
-    rows = _select(con, "turns", ["session_id", "turn_index", "user_message", "assistant_response", "timestamp"],
-                   {"timestamp": ("created_at",)})
-    if rows is None:
-        missing.append("turns")
-    for row in rows or []:
-        res.add("stg_store_turns", {
-            "session_id": _txt(row["session_id"]), "turn_index": _int(row["turn_index"]),
-            "user_message": r(_txt(row["user_message"])), "assistant_response": r(_txt(row["assistant_response"])),
-            "ts": _txt(row["timestamp"]), "_source_path": path, "_run_id": run})
-
-    cols = ["session_id", "checkpoint_number", "title", "overview", "history", "work_done", "technical_details",
-            "important_files", "next_steps", "created_at"]
-    rows = _select(con, "checkpoints", cols)
-    if rows is None:
-        missing.append("checkpoints")
-    for row in rows or []:
-        out = {k: (r(_txt(row[k])) if k not in ("checkpoint_number", "session_id", "created_at") else row[k])
-               for k in cols}
-        out.update({"session_id": _txt(row["session_id"]), "checkpoint_number": _int(row["checkpoint_number"]),
-                    "created_at": _txt(row["created_at"]), "source_kind": "store",
-                    "_source_path": path, "_run_id": run})
-        res.add("stg_checkpoints", out)
-
-    rows = _select(con, "session_files", ["session_id", "file_path", "tool_name", "turn_index", "first_seen_at"])
-    if rows is None:
-        missing.append("session_files")
-    for row in rows or []:
-        res.add("stg_store_files", {
-            "session_id": _txt(row["session_id"]), "file_path": _txt(row["file_path"]),
-            "tool_name": _txt(row["tool_name"]), "turn_index": _int(row["turn_index"]),
-            "first_seen_at": _txt(row["first_seen_at"]), "_source_path": path, "_run_id": run})
-
-    rows = _select(con, "session_refs", ["session_id", "ref_type", "ref_value", "turn_index", "created_at"])
-    if rows is None:
-        missing.append("session_refs")
-    for row in rows or []:
-        res.add("stg_store_refs", {
-            "session_id": _txt(row["session_id"]), "ref_type": _txt(row["ref_type"]),
-            "ref_value": _txt(row["ref_value"]), "turn_index": _int(row["turn_index"]),
-            "created_at": _txt(row["created_at"]), "_source_path": path, "_run_id": run})
-
-    rows = _select(con, "assistant_usage_events",
-                   ["id", "session_id", "model", "input_tokens", "output_tokens", "cache_read_tokens",
-                    "cache_write_tokens", "reasoning_tokens", "created_at"])
-    if rows is None:
-        missing.append("assistant_usage_events")
-    for i, row in enumerate(rows or []):
-        res.add("stg_store_usage", {
-            "row_id": _int(row["id"]) if row["id"] is not None else i, "session_id": _txt(row["session_id"]),
-            "model": _txt(row["model"]), "input_tokens": _int(row["input_tokens"]),
-            "output_tokens": _int(row["output_tokens"]), "cache_read_tokens": _int(row["cache_read_tokens"]),
-            "cache_write_tokens": _int(row["cache_write_tokens"]),
-            "reasoning_tokens": _int(row["reasoning_tokens"]), "created_at": _txt(row["created_at"]),
-            "_source_path": path, "_run_id": run})
+        types = {c.name: c.type for c in TABLES[stg].columns}
+        for i, row in enumerate(rows):
+            if row.get("session_id", row.get("id")) is None:
+                res.reject(source.path, f"{table} row {i + 1} has no session id", excerpt=str(row)[:200])
+                continue
+            out = {}
+            for col, src_col in mapping.items():
+                v = row[src_col]
+                if types[col] in ("INTEGER", "BIGINT"):
+                    out[col] = _int(v)
+                else:
+                    out[col] = ctx.redact(_txt(v)) if col in _TEXT else _txt(v)
+            if stg == "stg_store_usage" and out["row_id"] is None:
+                out["row_id"] = i
+            out.update(_CONSTANTS.get(stg, {}), _source_path=source.path, _run_id=ctx.run_id)
+            res.add(stg, out)
+    r, path, run = ctx.redact, source.path, ctx.run_id
 
     # search_index holds turns and checkpoints again (already read above); workspace artifacts exist only here
     try:
