@@ -101,7 +101,10 @@ def _priors(con) -> dict[str, tuple[Prior, bool, str | None]]:
             for path, fp, size, good, n, line, tail, present, sid in rows}
 
 
-def _staged_sessions(con, path: str) -> set[str]:
+def _staged_sessions(con, path: str, session_id: str | None = None) -> set[str]:
+    """Sessions with staged rows from ``path``: its own session for per-session files, else looked up."""
+    if session_id:
+        return {session_id}
     out: set[str] = set()
     for t in STAGING:
         rows = con.execute(f'select distinct session_id from "{t.name}" where _source_path = ? '
@@ -221,14 +224,14 @@ def _ingest_source(con, src: Source, ctx: Context, prior_info, summary: RunSumma
         summary.n_files_unchanged += 1
         if not _present:
             con.execute("update _source_files set is_present = true where source_path = ?", [src.path])
-            return _staged_sessions(con, src.path)
+            return _staged_sessions(con, src.path, src.session_id)
         return set()
     read = READERS.get(src.kind)
     if read is None:
         summary.unknown_kinds[src.kind] = summary.unknown_kinds.get(src.kind, 0) + 1
         log.warning("%s: no reader for %s files yet; not read", src.path, src.kind)
         return set()
-    before = _staged_sessions(con, src.path) if prior is not None else set()
+    before = _staged_sessions(con, src.path, src.session_id) if prior is not None else set()
     try:
         res = read(src, ctx, prior)
     except (OSError, ValueError, UnicodeError) as exc:
@@ -284,14 +287,14 @@ def _record_source(con, buffer, known, src, fp, size, run_id, res=None, tail=Non
 def _mark_gone(con, roots: list[str], seen: set[str], priors, summary: RunSummary) -> set[str]:
     """Sources under the roots read now that vanished from disk: rows kept, marked not present."""
     gone: set[str] = set()
-    for path, (_prior, present, _sid) in priors.items():
+    for path, (_prior, present, sid) in priors.items():
         if path in seen or not present or os.path.exists(path):
             continue
         if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
             continue
         con.execute("update _source_files set is_present = false where source_path = ?", [path])
         summary.n_files_gone += 1
-        gone |= _staged_sessions(con, path)
+        gone |= _staged_sessions(con, path, sid)
     return gone
 
 
