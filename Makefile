@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 WAREHOUSE ?= data/warehouse.duckdb
 ARGS ?=
 
-.PHONY: help install ingest report demo test lint sample clean
+.PHONY: help install ingest report demo test lint sample models clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ ingest: $(STAMP)  ## ingest this machine's Copilot history into $(WAREHOUSE) (AR
 
 report: $(STAMP)  ## export parquet from $(WAREHOUSE) into data/
 	$(PY) -m pipeline report --warehouse $(WAREHOUSE) $(ARGS)
+
+models: $(STAMP)  ## rebuild the SQL models in sql/ on $(WAREHOUSE) and run the checks
+	$(PY) -m pipeline models --warehouse $(WAREHOUSE)
 
 demo: $(STAMP)  ## ingest + report on the bundled sample corpus into data/demo/
 	$(PY) -m pipeline demo $(ARGS)

@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from .schema import STAR
+from .schema import MODELS, STAR
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def key_check_sql(table: str, key: tuple[str, ...]) -> str:
 
 
 def all_checks(checks_dir: Path = CHECKS_DIR) -> list[tuple[str, str]]:
-    out = [(f"unique_key_{t.name}", key_check_sql(t.name, t.key)) for t in STAR]
+    out = [(f"unique_key_{t.name}", key_check_sql(t.name, t.key)) for t in STAR + MODELS]
     for path in sorted(checks_dir.glob("*.sql")):
         out.append((path.stem, path.read_text(encoding="utf-8")))
     return out

@@ -43,6 +43,15 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default=REPO_ROOT / "data" / "demo", type=Path)
     demo.add_argument("--quiet", action="store_true")
 
+    se = sub.add_parser("search", help="BM25 full-text search over prompts, answers, checkpoints and memories")
+    se.add_argument("words")
+    se.add_argument("--limit", type=int, default=10, help="results to show (default 10)")
+    se.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    se.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
+
+    mo = sub.add_parser("models", help="rebuild the SQL models (sql/) and run the data checks")
+    mo.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+
     q = sub.add_parser("query", help="run SQL against the warehouse")
     q.add_argument("sql")
     q.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
@@ -58,12 +67,18 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger().setLevel(logging.ERROR)
     from .checks import ChecksFailed
     from .ingest import SourceError
+    from .models import ModelError
     from .warehouse import WarehouseError
     try:
-        return {"ingest": cmd_ingest, "report": cmd_report, "demo": cmd_demo, "query": cmd_query}[args.verb](args)
+        verbs = {"ingest": cmd_ingest, "report": cmd_report, "demo": cmd_demo, "query": cmd_query,
+                 "search": cmd_search, "models": cmd_models}
+        return verbs[args.verb](args)
     except (SourceError, WarehouseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ModelError as exc:
+        print(f"error: {exc}; the warehouse was left as it was", file=sys.stderr)
+        return 3
     except ChecksFailed as exc:
         print(f"error: data checks failed; the warehouse was left as it was\n{exc}", file=sys.stderr)
         return 3
@@ -142,6 +157,46 @@ def cmd_demo(args) -> int:
         print(f"report: {len(written)} parquet files in {out / 'parquet'}")
         print(f"try: python -m pipeline query --warehouse {warehouse} "
               "\"select title, n_turns, n_tool_calls from dim_sessions order by started_at\"")
+    return 0
+
+
+def cmd_search(args) -> int:
+    from .warehouse import connect
+    if args.limit < 1:
+        print("error: --limit must be at least 1", file=sys.stderr)
+        return 2
+    con = connect(args.warehouse, read_only=True)
+    try:
+        df = con.sql("select score, kind, session_id, ref, title, written_at, "
+                     "left(regexp_replace(text, '\\s+', ' ', 'g'), 160) as snippet "
+                     "from search(?, k := ?)", params=[args.words, args.limit]).pl()
+    finally:
+        con.close()
+    if df.is_empty():
+        print(f"no matches for {args.words!r}", file=sys.stderr)
+        return 1
+    _print_frame(df, args.format)
+    return 0
+
+
+def cmd_models(args) -> int:
+    from .checks import ChecksFailed, run_checks
+    from .models import run_models
+    from .warehouse import connect
+    con = connect(args.warehouse)
+    try:
+        con.execute("begin transaction")
+        built = run_models(con)
+        failures = run_checks(con)
+        if failures:
+            raise ChecksFailed(failures)
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    finally:
+        con.close()
+    print(f"models: {len(built)} tables rebuilt, checks passed")
     return 0
 
 

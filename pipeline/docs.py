@@ -6,14 +6,15 @@ import re
 import sys
 from pathlib import Path
 
-from .schema import BOOKKEEPING, STAGING, STAR
+from .schema import BOOKKEEPING, MODELS, STAGING, STAR
 
 BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
 
 
 def table_reference() -> str:
     out = []
-    for title, tables in (("Star schema", STAR), ("Bookkeeping", BOOKKEEPING), ("Staging (as read)", STAGING)):
+    for title, tables in (("Star schema", STAR), ("SQL models (sql/)", MODELS), ("Bookkeeping", BOOKKEEPING),
+                          ("Staging (as read)", STAGING)):
         out.append(f"### {title}\n")
         for t in tables:
             out.append(f"#### `{t.name}`\n\n{t.description} Grain: {t.grain}; key: "

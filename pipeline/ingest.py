@@ -21,6 +21,7 @@ from .extract.base import READERS, Context, Prior, Source, stat_fingerprint
 from .extract.cli_home import discover_copilot_home
 from .extract.events import tail_digest
 from .extract.store import store_fingerprint
+from .models import run_models
 from .redact import Redactor
 from .schema import STAGING, STAR
 from .transform.star import build_star, conform
@@ -193,6 +194,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
         summary.n_sessions_changed = len(affected)
         _rebuild(con, sorted(affected))
         if affected:
+            run_models(con)
             failures = run_checks(con)
             if failures:
                 raise ChecksFailed(failures)

@@ -314,6 +314,136 @@ STAR = [
 ]
 
 # --------------------------------------------------------------------------------------------
+# SQL models (sql/<name>.sql), run in this order after every ingest: int_ feed the reports,
+# report_ feed the exports. Formulas are documented in the SQL files and in the README.
+# --------------------------------------------------------------------------------------------
+MODELS = [
+    _t(
+        "int_stopwords", "one row per stopword", ["term"],
+        "English and programming filler words left out of topics and search.",
+        ("term", "VARCHAR", "Lower-case word."),
+    ),
+    _t(
+        "int_search_docs", "one row per searchable text", ["doc_id"],
+        "Prompts, answers, checkpoints and memories as documents for full-text search.",
+        ("doc_id", "VARCHAR", "kind:session_id:ref."),
+        ("session_id", "VARCHAR", "Session (null for memories without one)."),
+        ("project_id", "VARCHAR", "Project of the session."),
+        ("kind", "VARCHAR", "prompt | answer | checkpoint | memory"),
+        ("ref", "VARCHAR", "turn_index, checkpoint_number or memory path."),
+        ("title", "VARCHAR", "Session title, checkpoint title or memory path."),
+        ("text", "VARCHAR", "The searchable text."),
+        ("written_at", "TIMESTAMP", "When it was written (UTC), when known."),
+        ("n_terms", "INTEGER", "Document length in tokens (BM25's dl)."),
+    ),
+    _t(
+        "int_search_terms", "one row per document x term", ["doc_id", "term"],
+        "Inverted index behind `search()`.",
+        ("doc_id", "VARCHAR", "Document."), ("term", "VARCHAR", "Token (see the `tokenize` macro)."),
+        ("tf", "INTEGER", "Occurrences of the term in the document."),
+    ),
+    _t(
+        "report_file_importance", "one row per file", ["file_id"],
+        "Which files matter, per project, with the components of the score. score = 1.0*n_sessions "
+        "+ 0.5*n_edits + 1.0*n_creates + 0.25*n_views + 0.5*n_days + 2.0*recency + 1.0*n_prompt_mentions "
+        "+ 1.0*n_checkpoint_mentions.",
+        ("project_id", "VARCHAR", "Project."), ("file_id", "VARCHAR", "File."),
+        ("path", "VARCHAR", "Project-relative path."),
+        ("score", "DOUBLE", "Weighted sum of the components (formula in the table comment and README)."),
+        ("rank", "INTEGER", "1 = most important file of its project (ties broken by path)."),
+        ("n_sessions", "INTEGER", "Sessions that touched the file."),
+        ("n_edits", "INTEGER", "Edit touches (tool calls)."),
+        ("n_creates", "INTEGER", "Create touches."),
+        ("n_views", "INTEGER", "View touches."),
+        ("n_days", "INTEGER", "Distinct UTC days with a touch."),
+        ("recency", "DOUBLE", "Sum over touching sessions of 0.5^(age_days/30), age from the project's "
+                              "latest activity."),
+        ("n_prompt_mentions", "INTEGER", "Prompts naming the file (path, file name, or a stem of 6+ chars)."),
+        ("n_checkpoint_mentions", "INTEGER", "Checkpoints whose important_files name the file."),
+        ("first_seen_at", "TIMESTAMP", "First touch (UTC)."), ("last_seen_at", "TIMESTAMP", "Last touch (UTC)."),
+    ),
+    _t(
+        "report_file_coupling", "one row per pair of files changed in the same sessions",
+        ["file_id_a", "file_id_b"],
+        "Temporal coupling (as code-maat): files edited or created in the same sessions.",
+        ("project_id", "VARCHAR", "Project."),
+        ("file_id_a", "VARCHAR", "First file (smaller path)."), ("path_a", "VARCHAR", ""),
+        ("file_id_b", "VARCHAR", "Second file."), ("path_b", "VARCHAR", ""),
+        ("shared_sessions", "INTEGER", "Sessions that changed both."),
+        ("n_sessions_a", "INTEGER", "Sessions that changed a."),
+        ("n_sessions_b", "INTEGER", "Sessions that changed b."),
+        ("degree", "DOUBLE", "100 * shared / average(n_sessions_a, n_sessions_b)."),
+    ),
+    _t(
+        "int_topic_terms", "one row per term occurrence source", ["session_id", "source", "term"],
+        "Code-aware tokens (and adjacent-pair bigrams) of prompts, session titles and checkpoint "
+        "titles/overviews, stopwords removed.",
+        ("project_id", "VARCHAR", ""), ("session_id", "VARCHAR", ""),
+        ("source", "VARCHAR", "prompt | title | checkpoint_title | checkpoint_overview"),
+        ("term", "VARCHAR", "Word or `word word` bigram."), ("n", "INTEGER", "Occurrences."),
+        ("weight", "DOUBLE", "n times the source weight (titles 2, the rest 1)."),
+        ("session_started_at", "TIMESTAMP", "Session start (UTC)."),
+    ),
+    _t(
+        "report_topics", "one row per project x topic term", ["project_id", "term"],
+        "What each project has been about: terms weighted tf-idf style, weight = sum(source weights) "
+        "* ln(1 + N_sessions / df_sessions); top 100 per project.",
+        ("project_id", "VARCHAR", ""), ("term", "VARCHAR", ""), ("weight", "DOUBLE", "See the table comment."),
+        ("rank", "INTEGER", "1 = top term of the project (ties by term)."),
+        ("n_sessions", "INTEGER", "Sessions of the project using the term."),
+        ("first_seen_at", "TIMESTAMP", "UTC."), ("last_seen_at", "TIMESTAMP", "UTC."),
+    ),
+    _t(
+        "report_topic_trends", "one row per project x topic term x month", ["project_id", "term", "month"],
+        "Monthly use of each project's top 20 topic terms.",
+        ("project_id", "VARCHAR", ""), ("term", "VARCHAR", ""), ("month", "DATE", "First day of the month."),
+        ("n_sessions", "INTEGER", "Sessions that month using the term."),
+        ("weight", "DOUBLE", "Same weighting as report_topics, within the month."),
+    ),
+    _t(
+        "report_session_stats", "one row per session", ["session_id"],
+        "Per-session statistics.",
+        ("session_id", "VARCHAR", ""), ("project_id", "VARCHAR", ""), ("title", "VARCHAR", ""),
+        ("client", "VARCHAR", ""), ("started_at", "TIMESTAMP", "UTC."), ("duration_s", "DOUBLE", ""),
+        ("n_turns", "INTEGER", ""), ("n_tool_calls", "INTEGER", ""), ("n_failed_tool_calls", "INTEGER", ""),
+        ("failure_rate", "DOUBLE", "Failed / completed tool calls."),
+        ("n_files", "INTEGER", "Distinct files touched."),
+        ("n_files_changed", "INTEGER", "Distinct files edited or created."),
+        ("n_checkpoints", "INTEGER", ""), ("input_tokens", "BIGINT", ""), ("output_tokens", "BIGINT", ""),
+        ("models", "VARCHAR[]", ""),
+    ),
+    _t(
+        "report_tool_usage", "one row per project x tool", ["project_id", "tool_name"],
+        "How often each tool is called, how often it fails and how long it takes.",
+        ("project_id", "VARCHAR", ""), ("tool_name", "VARCHAR", ""), ("n_calls", "INTEGER", ""),
+        ("n_sessions", "INTEGER", ""), ("n_failed", "INTEGER", ""),
+        ("failure_rate", "DOUBLE", "Failed / completed calls."),
+        ("median_duration_ms", "DOUBLE", "Median start-to-completion time."),
+    ),
+    _t(
+        "report_model_usage", "one row per month x model", ["month", "model"],
+        "Token use per model over time (month of session start).",
+        ("month", "DATE", ""), ("model", "VARCHAR", ""), ("n_sessions", "INTEGER", ""),
+        ("requests", "BIGINT", ""), ("input_tokens", "BIGINT", ""), ("output_tokens", "BIGINT", ""),
+        ("cache_read_tokens", "BIGINT", ""),
+    ),
+    _t(
+        "report_activity_daily", "one row per UTC day with activity", ["day"],
+        "Sessions started, prompts, tool calls and failures per day.",
+        ("day", "DATE", ""), ("n_sessions", "INTEGER", "Sessions started that day."),
+        ("n_turns", "INTEGER", "Prompts that day."), ("n_tool_calls", "INTEGER", "Tool calls started that day."),
+        ("n_failed_tool_calls", "INTEGER", ""),
+    ),
+    _t(
+        "report_activity_weekly", "one row per ISO week with activity", ["week"],
+        "The daily activity rolled up to weeks (Monday start).",
+        ("week", "DATE", "Monday of the week."), ("n_sessions", "INTEGER", ""), ("n_turns", "INTEGER", ""),
+        ("n_tool_calls", "INTEGER", ""), ("n_failed_tool_calls", "INTEGER", ""),
+        ("n_active_days", "INTEGER", "Days of the week with any activity."),
+    ),
+]
+
+# --------------------------------------------------------------------------------------------
 # Bookkeeping (dlt-style lineage).
 # --------------------------------------------------------------------------------------------
 BOOKKEEPING = [
@@ -352,5 +482,5 @@ BOOKKEEPING = [
     ),
 ]
 
-ALL_TABLES = STAGING + STAR + BOOKKEEPING
+ALL_TABLES = STAGING + STAR + MODELS + BOOKKEEPING
 TABLES = {t.name: t for t in ALL_TABLES}

@@ -13,7 +13,8 @@ from .schema import ALL_TABLES, TABLES
 log = logging.getLogger(__name__)
 
 _ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(),
-          "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(), "VARCHAR[]": pa.list_(pa.string())}
+          "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(), "VARCHAR[]": pa.list_(pa.string()),
+          "DATE": pa.date32()}
 
 
 class WarehouseError(Exception):
@@ -50,7 +51,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     for t in ALL_TABLES:
         if t.name not in existing:
             con.execute(t.create_sql())
-            _comment(con, t)
+            comment(con, t)
             continue
         have = {r[0] for r in con.execute("select column_name from information_schema.columns "
                                           "where table_name = ?", [t.name]).fetchall()}
@@ -59,7 +60,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
                 con.execute(f'alter table "{t.name}" add column "{c.name}" {c.type}')
 
 
-def _comment(con, t) -> None:
+def comment(con, t) -> None:
     con.execute(f'comment on table "{t.name}" is ' + _lit(f"{t.description} Grain: {t.grain}."))
     for c in t.columns:
         if c.description:

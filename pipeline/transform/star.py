@@ -55,7 +55,8 @@ def empty(table: str) -> pl.DataFrame:
 
 
 _DUCK_TO_POLARS = {"VARCHAR": pl.String, "BIGINT": pl.Int64, "INTEGER": pl.Int32, "BOOLEAN": pl.Boolean,
-                   "TIMESTAMP": pl.Datetime("us"), "DOUBLE": pl.Float64, "VARCHAR[]": pl.List(pl.String)}
+                   "TIMESTAMP": pl.Datetime("us"), "DOUBLE": pl.Float64, "VARCHAR[]": pl.List(pl.String),
+                   "DATE": pl.Date}
 
 
 def polars_schema(table: str) -> dict:

@@ -1,0 +1,154 @@
+-- report_file_importance: one row per file; which files matter, per project.
+-- score = 1.0 * n_sessions + 0.5 * n_edits + 1.0 * n_creates + 0.25 * n_views + 0.5 * n_days
+--       + 2.0 * recency + 1.0 * n_prompt_mentions + 1.0 * n_checkpoint_mentions
+-- recency = sum over touching sessions of 0.5 ^ (age_days / 30), age measured from the
+-- project's latest touch, so the score of an old project does not decay to nothing.
+with files as (
+    select
+        file_id,
+        project_id,
+        path,
+        lower(regexp_extract(path, '[^/]+$')) as file_name,
+        lower(regexp_replace(regexp_extract(path, '[^/]+$'), '\.[^.]*$', '')) as stem
+    from dim_files
+    where is_in_project
+),
+
+touches as (
+    select
+        touches.session_id,
+        touches.file_id,
+        touches.action,
+        touches.n_touches,
+        touches.first_seen_at,
+        touches.last_seen_at,
+        files.project_id
+    from fct_file_touches as touches
+    inner join files on touches.file_id = files.file_id
+),
+
+project_latest as (
+    select
+        project_id,
+        max(last_seen_at) as latest_at
+    from touches
+    group by project_id
+),
+
+session_touches as (
+    select
+        touches.file_id,
+        touches.session_id,
+        max(touches.last_seen_at) as last_seen_at,
+        min(touches.first_seen_at) as first_seen_at,
+        any_value(project_latest.latest_at) as latest_at
+    from touches
+    inner join project_latest on touches.project_id = project_latest.project_id
+    group by touches.file_id, touches.session_id
+),
+
+touch_counts as (
+    select
+        file_id,
+        count(distinct session_id)::integer as n_sessions,
+        coalesce(sum(n_touches) filter (where action = 'edit'), 0)::integer as n_edits,
+        coalesce(sum(n_touches) filter (where action = 'create'), 0)::integer as n_creates,
+        coalesce(sum(n_touches) filter (where action = 'view'), 0)::integer as n_views,
+        count(distinct first_seen_at::date)::integer as n_days,
+        min(first_seen_at) as first_seen_at,
+        max(last_seen_at) as last_seen_at
+    from touches
+    group by file_id
+),
+
+recency as (
+    select
+        file_id,
+        sum(
+            pow(0.5, coalesce(date_diff('second', last_seen_at, latest_at), 0) / 86400.0 / 30)
+        ) as recency
+    from session_touches
+    group by file_id
+),
+
+prompt_mentions as (
+    select
+        files.file_id,
+        count(*)::integer as n_prompt_mentions
+    from files
+    inner join dim_sessions as sessions on files.project_id = sessions.project_id
+    inner join fct_turns as turns on sessions.session_id = turns.session_id
+    where
+        contains(lower(turns.user_message), lower(files.path))
+        or contains(lower(turns.user_message), files.file_name)
+        or (length(files.stem) >= 6 and contains(lower(turns.user_message), files.stem))
+    group by files.file_id
+),
+
+checkpoint_mentions as (
+    select
+        files.file_id,
+        count(*)::integer as n_checkpoint_mentions
+    from files
+    inner join dim_sessions as sessions on files.project_id = sessions.project_id
+    inner join fct_checkpoints as cp on sessions.session_id = cp.session_id
+    where
+        contains(lower(cp.important_files), lower(files.path))
+        or contains(lower(cp.important_files), files.file_name)
+    group by files.file_id
+),
+
+components as (
+    select
+        files.project_id,
+        files.file_id,
+        files.path,
+        touch_counts.n_sessions,
+        touch_counts.n_edits,
+        touch_counts.n_creates,
+        touch_counts.n_views,
+        touch_counts.n_days,
+        touch_counts.first_seen_at,
+        touch_counts.last_seen_at,
+        round(recency.recency, 4) as recency,
+        coalesce(prompt_mentions.n_prompt_mentions, 0) as n_prompt_mentions,
+        coalesce(checkpoint_mentions.n_checkpoint_mentions, 0) as n_checkpoint_mentions
+    from files
+    inner join touch_counts on files.file_id = touch_counts.file_id
+    inner join recency on files.file_id = recency.file_id
+    left join prompt_mentions on files.file_id = prompt_mentions.file_id
+    left join checkpoint_mentions on files.file_id = checkpoint_mentions.file_id
+),
+
+scored as (
+    select
+        *,
+        round(
+            1.0 * n_sessions + 0.5 * n_edits + 1.0 * n_creates + 0.25 * n_views + 0.5 * n_days
+            + 2.0 * recency + 1.0 * n_prompt_mentions + 1.0 * n_checkpoint_mentions,
+            4
+        ) as score
+    from components
+),
+
+ranked as (
+    select
+        project_id,
+        file_id,
+        path,
+        score,
+        n_sessions,
+        n_edits,
+        n_creates,
+        n_views,
+        n_days,
+        recency,
+        n_prompt_mentions,
+        n_checkpoint_mentions,
+        first_seen_at,
+        last_seen_at,
+        row_number() over (partition by project_id order by score desc, path asc)::integer as rank
+    from scored
+)
+
+select * from ranked

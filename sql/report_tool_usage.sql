@@ -1,0 +1,31 @@
+-- report_tool_usage: one row per project x tool
+with calls as (
+    select
+        sessions.project_id,
+        calls.session_id,
+        calls.tool_name,
+        calls.is_success,
+        calls.duration_ms
+    from fct_tool_calls as calls
+    inner join dim_sessions as sessions on calls.session_id = sessions.session_id
+    where calls.tool_name is not null
+),
+
+usage as (
+    select
+        project_id,
+        tool_name,
+        count(*)::integer as n_calls,
+        count(distinct session_id)::integer as n_sessions,
+        count(*) filter (where not is_success)::integer as n_failed,
+        round(
+            count(*) filter (where not is_success)
+            / nullif(count(*) filter (where is_success is not null), 0),
+            4
+        ) as failure_rate,
+        median(duration_ms)::double as median_duration_ms
+    from calls
+    group by project_id, tool_name
+)
+
+select * from usage

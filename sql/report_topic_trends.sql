@@ -1,0 +1,48 @@
+-- report_topic_trends: one row per project x top-20 topic term x month of session start
+with corpus as (
+    select count(distinct session_id) as n_sessions
+    from int_topic_terms
+),
+
+document_frequency as (
+    select
+        term,
+        count(distinct session_id) as df
+    from int_topic_terms
+    group by term
+),
+
+top_terms as (
+    select
+        project_id,
+        term
+    from report_topics
+    where rank <= 20
+),
+
+monthly as (
+    select
+        terms.project_id,
+        terms.term,
+        (date_trunc('month', terms.session_started_at))::date as month,
+        count(distinct terms.session_id)::integer as n_sessions,
+        sum(terms.weight) as tf
+    from int_topic_terms as terms
+    inner join top_terms on terms.project_id = top_terms.project_id and terms.term = top_terms.term
+    where terms.session_started_at is not null
+    group by terms.project_id, terms.term, (date_trunc('month', terms.session_started_at))::date
+),
+
+weighted as (
+    select
+        monthly.project_id,
+        monthly.term,
+        monthly.month,
+        monthly.n_sessions,
+        round(monthly.tf * ln(1 + corpus.n_sessions / document_frequency.df), 4) as weight
+    from monthly
+    inner join document_frequency on monthly.term = document_frequency.term
+    cross join corpus
+)
+
+select * from weighted

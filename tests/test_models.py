@@ -1,0 +1,121 @@
+"""SQL models: exact rows on a hand-made warehouse, and the planted signals of the sample corpus."""
+
+import duckdb
+import pytest
+
+from pipeline.cli import main
+from pipeline.ingest import ingest
+from pipeline.models import run_models
+
+from .conftest import rows
+from .crafted import crafted_warehouse
+
+
+@pytest.fixture
+def crafted(tmp_path):
+    con = crafted_warehouse(tmp_path / "c.duckdb")
+    run_models(con)
+    yield con
+    con.close()
+
+
+def q(con, sql):
+    return con.sql(sql).fetchall()
+
+
+def test_file_importance_components_score_and_rank(crafted):
+    # f1: 2 sessions, 2 edits, 2 views, 2 days; recency 0.5^(14.95 d/30) + 0.5^(3 min/30 d);
+    # named in a prompt ("parser.py") and in the checkpoint's important_files. /etc/hosts is outside.
+    assert q(crafted, "select * exclude (first_seen_at, last_seen_at) from report_file_importance "
+                      "order by project_id, rank") == [
+        ("p1", "f1", "src/parser.py", 9.9156, 1, 2, 2, 0, 2, 2, 1.7078, 1, 1),
+        ("p1", "f2", "src/lexer.py", 7.416, 2, 2, 2, 0, 0, 2, 1.708, 0, 0),
+        ("p2", "f3", "docs/index.md", 4.5, 1, 1, 0, 1, 0, 1, 1.0, 0, 0),
+    ]
+
+
+def test_file_coupling(crafted):
+    assert q(crafted, "select * from report_file_coupling") == [
+        ("p1", "f2", "src/lexer.py", "f1", "src/parser.py", 1, 2, 1, 66.67)]
+
+
+def test_topics_are_code_aware_and_tf_idf_weighted(crafted):
+    # "parser": title 2 + prompt 2x1 + checkpoint title 2 + overview 1 = 7, in 1 of 3 sessions: 7 * ln(4)
+    assert q(crafted, "select project_id, term, weight, rank, n_sessions from report_topics "
+                      "where rank <= 4 order by project_id, rank") == [
+        ("p1", "parser", 9.7041, 1, 1), ("p1", "rewrite", 6.9315, 2, 1), ("p1", "parser rewrite", 5.5452, 3, 1),
+        ("p1", "lexer", 3.6652, 4, 2),
+        ("p2", "docs", 4.1589, 1, 1), ("p2", "docs site", 4.1589, 2, 1), ("p2", "site", 4.1589, 3, 1),
+        ("p2", "index", 1.3863, 4, 1),
+    ]
+    # camelCase split ("lexerTokens"), stopwords ("the", "fix", "now") and 1-2 letter words dropped
+    terms = {r[0] for r in q(crafted, "select term from report_topics")}
+    assert {"lexer tokens", "tokens"} <= terms and not terms & {"the", "fix", "now", "py", "in"}
+
+
+def test_topic_trends(crafted):
+    assert q(crafted, "select * from report_topic_trends where term in ('lexer', 'docs') order by all") == [
+        ("p1", "lexer", __import__("datetime").date(2026, 1, 1), 2, 3.6652),
+        ("p2", "docs", __import__("datetime").date(2026, 2, 1), 1, 4.1589),
+    ]
+
+
+def test_session_stats_tool_and_model_usage(crafted):
+    assert q(crafted, "select session_id, failure_rate, n_files, n_files_changed, n_checkpoints, input_tokens, "
+                      "output_tokens from report_session_stats order by 1") == [
+        ("s1", 0.3333, 3, 2, 1, 1000, 100), ("s2", 0.0, 2, 1, 0, 500, 50), ("s3", None, 1, 1, 0, 800, 80)]
+    assert q(crafted, "select * from report_tool_usage order by all") == [
+        ("p1", "bash", 1, 1, 1, 1.0, 500.0), ("p1", "edit", 3, 2, 0, 0.0, 2000.0)]
+    assert q(crafted, "select month::varchar, model, n_sessions, requests, input_tokens, output_tokens, "
+                      "cache_read_tokens from report_model_usage order by all") == [
+        ("2026-01-01", "m1", 2, 4, 1500, 150, 10), ("2026-02-01", "m2", 1, 2, 800, 80, 0)]
+
+
+def test_activity_daily_and_weekly(crafted):
+    assert q(crafted, "select day::varchar, n_sessions, n_turns, n_tool_calls, n_failed_tool_calls "
+                      "from report_activity_daily order by 1") == [
+        ("2026-01-05", 1, 2, 3, 1), ("2026-01-20", 1, 1, 1, 0), ("2026-02-02", 1, 1, 0, 0)]
+    assert q(crafted, "select week::varchar, n_sessions, n_turns, n_tool_calls, n_failed_tool_calls, n_active_days "
+                      "from report_activity_weekly order by 1") == [
+        ("2026-01-05", 1, 2, 3, 1, 1), ("2026-01-19", 1, 1, 1, 0, 1), ("2026-02-02", 1, 1, 0, 0, 1)]
+
+
+def test_search_is_bm25_over_every_kind_of_text(crafted):
+    assert q(crafted, "select doc_id, kind, n_terms from int_search_docs order by 1") == [
+        ("answer:s1:0", "answer", 1), ("answer:s2:0", "answer", 3), ("answer:s3:0", "answer", 1),
+        ("checkpoint:s1:1", "checkpoint", 10), ("memory:mem1", "memory", 7), ("prompt:s1:0", "prompt", 6),
+        ("prompt:s1:1", "prompt", 4), ("prompt:s2:0", "prompt", 6), ("prompt:s3:0", "prompt", 5)]
+    assert q(crafted, "select score, kind, session_id, ref from search('lexer tokens')") == [
+        (3.1572, "prompt", "s1", "1"), (1.2383, "answer", "s2", "0"), (0.9504, "prompt", "s2", "0")]
+    assert q(crafted, "select kind, ref from search('mkdocs', k := 1)") == [("memory", "docs/plan.md")]
+    assert q(crafted, "select count(*) from search('nothing matches this')") == [(0,)]
+
+
+def test_the_sample_corpus_plants_are_found(sample_home, tmp_path, capsys):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    assert rows(wh, "select p.name, r.path from report_file_importance r join dim_projects p using (project_id) "
+                    "where r.rank = 1 order by 1") == [
+        ("acme-api", "src/auth/token_service.py"), ("webapp", "src/components/CartView.tsx")]
+    top3 = rows(wh, "select p.name, list(r.term order by r.rank) from report_topics r "
+                    "join dim_projects p using (project_id) where r.rank <= 3 and p.name != '(no project)' "
+                    "group by 1 order by 1")
+    assert "token refresh" in top3[0][1] and "cart checkout" in top3[1][1]
+    # the search() macro lives in the warehouse: a plain DuckDB connection can call it
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        hits = con.sql("select kind, text from search('revocation design', k := 1)").fetchall()
+    finally:
+        con.close()
+    assert hits[0][0] == "memory" and "redis" in hits[0][1]
+    assert main(["search", "revocation design", "--warehouse", str(wh), "--limit", "1",
+                 "--format", "csv"]) == 0
+    assert "Revocation design" in capsys.readouterr().out
+    assert main(["search", "qqqzzz", "--warehouse", str(wh)]) == 1
+
+
+def test_models_verb_rebuilds_after_a_sql_change(sample_home, tmp_path, capsys):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    assert main(["models", "--warehouse", str(wh)]) == 0
+    assert "13 tables rebuilt, checks passed" in capsys.readouterr().out
