@@ -119,3 +119,14 @@ def test_models_verb_rebuilds_after_a_sql_change(sample_home, tmp_path, capsys):
     ingest(wh, [sample_home])
     assert main(["models", "--warehouse", str(wh)]) == 0
     assert "13 tables rebuilt, checks passed" in capsys.readouterr().out
+
+
+def test_topic_terms_per_source(crafted):
+    # s2's title "Fix lexer" is a real title, not its prompt cut short: it counts, with weight 2
+    assert q(crafted, "select source, term, n, weight from int_topic_terms where session_id = 's2' "
+                      "order by source, term") == [
+        ("prompt", "bug", 1, 1.0), ("prompt", "lexer", 1, 1.0), ("prompt", "lexer bug", 1, 1.0),
+        ("prompt", "tokenizer", 1, 1.0), ("title", "lexer", 1, 2.0)]
+    assert q(crafted, "select count(*) from int_stopwords where term in ('the', 'fix', 'file', 'py')") == [(4,)]
+    assert q(crafted, "select term, tf from int_search_terms where doc_id = 'prompt:s1:1' order by 1") == [
+        ("lexer", 1), ("now", 1), ("the", 1), ("tokens", 1)]
