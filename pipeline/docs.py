@@ -1,23 +1,20 @@
-"""The table reference in README.md, generated from the declared schema (``python -m pipeline.docs``)."""
+"""The data dictionary ``docs/warehouse.md``, generated from the declared schema (``python -m pipeline.docs``)."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 from .schema import BOOKKEEPING, MODELS, STAGING, STAR
-
-BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
 
 
 def table_reference() -> str:
     out = []
     for title, tables in (("Star schema", STAR), ("SQL models (sql/)", MODELS), ("Bookkeeping", BOOKKEEPING),
                           ("Staging (as read)", STAGING)):
-        out.append(f"### {title}\n")
+        out.append(f"## {title}\n")
         for t in tables:
-            out.append(f"#### `{t.name}`\n\n{t.description} Grain: {t.grain}; key: "
+            out.append(f"### `{t.name}`\n\n{t.description} Grain: {t.grain}; key: "
                        f"`{', '.join(t.key)}`.\n\n| column | type | description |\n|---|---|---|")
             out.extend(f"| `{c.name}` | {c.type} | {_cell(c.description)} |" for c in t.columns)
             out.append("")
@@ -28,15 +25,29 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def update_readme(path: Path) -> bool:
-    text = path.read_text(encoding="utf-8")
-    new = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _m: f"{BEGIN}\n{table_reference()}{END}",
-                 text, flags=re.S)
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-    return new != text
+HEADER = """# Warehouse data dictionary
+
+Generated from `pipeline/schema.py` by `python -m pipeline.docs`; do not edit by hand. The same
+descriptions are DuckDB comments (`select * from duckdb_columns() where comment is not null`),
+so BI tools that read them show them. Timestamps are UTC. Every `dim_`, `fct_` and `report_`
+table is also written as `parquet/<table>.parquet` by `python -m pipeline report`.
+
+"""
+
+
+def dictionary() -> str:
+    return HEADER + table_reference()
+
+
+def write_dictionary(path: Path) -> bool:
+    text = dictionary()
+    old = path.read_text(encoding="utf-8") if path.is_file() else None
+    if old != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return old != text
 
 
 if __name__ == "__main__":
-    readme = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("README.md")
-    print(f"{readme}: {'updated' if update_readme(readme) else 'already current'}")
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/warehouse.md")
+    print(f"{target}: {'updated' if write_dictionary(target) else 'already current'}")

@@ -156,10 +156,9 @@ def test_demo_and_query_verbs(tmp_path, capsys):
     assert os.path.exists(out / "warehouse.duckdb")
 
 
-def test_readme_table_reference_is_current():
-    from pipeline.docs import BEGIN, END, table_reference
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    assert f"{BEGIN}\n{table_reference()}{END}" in text
+def test_data_dictionary_is_current():
+    from pipeline.docs import dictionary
+    assert (REPO / "docs" / "warehouse.md").read_text(encoding="utf-8") == dictionary()
 
 
 def test_column_comments_reach_duckdb(sample_home, tmp_path):
