@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="keep secrets in the text (only for a private warehouse; off by default)")
     ing.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
 
-    rep = sub.add_parser("report", help="export parquet files for BI tools")
+    rep = sub.add_parser("report", help="export parquet for BI tools and write the markdown wiki")
     rep.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
     rep.add_argument("--out", default="data", type=Path, help="output folder (default data/)")
     rep.add_argument("--quiet", action="store_true")
@@ -139,11 +139,16 @@ def cmd_ingest(args) -> int:
     return 0
 
 
+def _report(warehouse, out: Path, quiet: bool) -> None:
+    from .report import run_report
+    parquet, wiki = run_report(warehouse, out)
+    if not quiet:
+        print(f"report: {len(parquet)} parquet files in {out / 'parquet'}")
+        print(wiki.line(out / "wiki") + f"; start at {out / 'wiki' / 'index.md'}")
+
+
 def cmd_report(args) -> int:
-    from .report import export_parquet
-    written = export_parquet(args.warehouse, Path(args.out) / "parquet")
-    if not args.quiet:
-        print(f"report: {len(written)} parquet files in {Path(args.out) / 'parquet'}")
+    _report(args.warehouse, Path(args.out), args.quiet)
     return 0
 
 
@@ -151,10 +156,8 @@ def cmd_demo(args) -> int:
     out = Path(args.out)
     warehouse = out / "warehouse.duckdb"
     run_ingest(warehouse, [SAMPLE / "copilot-home"], [], full=True, quiet=args.quiet)
-    from .report import export_parquet
-    written = export_parquet(warehouse, out / "parquet")
+    _report(warehouse, out, args.quiet)
     if not args.quiet:
-        print(f"report: {len(written)} parquet files in {out / 'parquet'}")
         print(f"try: python -m pipeline query --warehouse {warehouse} "
               "\"select title, n_turns, n_tool_calls from dim_sessions order by started_at\"")
     return 0

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from .warehouse import connect
+from .wiki import WikiResult, write_wiki
 
 log = logging.getLogger(__name__)
 EXPORT_PREFIXES = ("dim_", "fct_", "report_")
@@ -35,6 +36,14 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path) -> list[Path]:
         con.close()
     log.info("wrote %d parquet files to %s", len(written), out_dir)
     return written
+
+
+def run_report(warehouse: str | Path, out: str | Path) -> tuple[list[Path], WikiResult]:
+    """``out/parquet/<table>.parquet`` and the wiki under ``out/wiki/``."""
+    out = Path(out)
+    parquet = export_parquet(warehouse, out / "parquet")
+    wiki = write_wiki(warehouse, out / "wiki")
+    return parquet, wiki
 
 
 def _q(p: Path) -> str:

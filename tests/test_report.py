@@ -1,0 +1,103 @@
+"""make report: parquet a BI tool can load, and the wiki (golden files, determinism, escaping)."""
+
+import os
+import shutil
+
+import duckdb
+import polars as pl
+
+from pipeline.ingest import ingest
+from pipeline.report import export_parquet
+from pipeline.wiki import cell, code, fenced, write_wiki
+
+from .conftest import REPO, rows
+
+GOLDEN = REPO / "tests" / "golden" / "wiki"
+
+
+def test_parquet_loads_in_a_fresh_duckdb_and_in_polars_with_types(sample_home, tmp_path):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    written = export_parquet(wh, tmp_path / "parquet")
+    names = sorted(p.stem for p in written)
+    assert names == sorted(r[0] for r in rows(wh, "select table_name from information_schema.tables where "
+                                                  "regexp_matches(table_name, '^(dim|fct|report)_')"))
+    fresh = duckdb.connect()
+    for p in written:
+        n_wh = rows(wh, f'select count(*) from "{p.stem}"')[0][0]
+        assert fresh.sql(f"select count(*) from '{p}'").fetchall()[0][0] == n_wh
+        assert pl.read_parquet(p).height == n_wh
+    described = fresh.sql(f"describe select * from '{tmp_path / 'parquet' / 'dim_sessions.parquet'}'").fetchall()
+    types = {r[0]: r[1] for r in described}
+    assert (types["started_at"], types["n_turns"], types["sources"], types["is_gone"]) == (
+        "TIMESTAMP", "INTEGER", "VARCHAR[]", "BOOLEAN")
+    schema = pl.read_parquet_schema(tmp_path / "parquet" / "report_activity_daily.parquet")
+    assert schema["day"] == pl.Date and schema["n_turns"] == pl.Int32
+    # sorted by key, zstd-compressed
+    assert pl.read_parquet(tmp_path / "parquet" / "fct_turns.parquet").select("session_id", "turn_index").rows() == \
+        sorted(rows(wh, "select session_id, turn_index from fct_turns"))
+    turns = tmp_path / "parquet" / "fct_turns.parquet"
+    meta = fresh.sql(f"select distinct compression from parquet_metadata('{turns}')")
+    assert meta.fetchall() == [("ZSTD",)]
+
+
+def _wiki(tmp_path, sample_home):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    return wh, write_wiki(wh, tmp_path / "wiki")
+
+
+def test_wiki_matches_the_golden_files(sample_home, tmp_path):
+    _wh, result = _wiki(tmp_path, sample_home)
+    out = tmp_path / "wiki"
+    pages = sorted(str(p.relative_to(out)) for p in out.rglob("*.md") if p.name != "runs.md")
+    if os.environ.get("UPDATE_GOLDEN"):
+        shutil.rmtree(GOLDEN, ignore_errors=True)
+        for rel in pages:
+            (GOLDEN / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(out / rel, GOLDEN / rel)
+    golden = sorted(str(p.relative_to(GOLDEN)) for p in GOLDEN.rglob("*.md"))
+    assert pages == golden
+    for rel in pages:
+        assert (out / rel).read_text(encoding="utf-8") == (GOLDEN / rel).read_text(encoding="utf-8"), rel
+    charts = sorted(p.name for p in (out / "charts").glob("*.svg"))
+    assert charts == ["activity.svg", "files-acme-api-ce3fa0.svg", "files-webapp-a3d783.svg", "tools.svg",
+                      "topics-acme-api-ce3fa0.svg"]
+    runs = (out / "runs.md").read_text()
+    assert runs.startswith("---\ntitle: Ingest runs\ntype: runs\nruns: 1\n---\n")
+    assert "| workspace.yaml is not valid YAML | 1 |" in runs
+    assert "| truncated event glued to the next event | 1 |" in runs
+
+
+def test_wiki_is_deterministic_and_rewrites_nothing_unchanged(sample_home, tmp_path):
+    wh, first = _wiki(tmp_path, sample_home)
+    out = tmp_path / "wiki"
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    mtimes = {p: p.stat().st_mtime_ns for p in before}
+    again = write_wiki(wh, out)
+    assert (len(again.written), len(again.unchanged), len(again.removed)) == (0, len(first.written), 0)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert {p: p.stat().st_mtime_ns for p in before} == mtimes
+    # a page of a session that is no longer in the warehouse is removed
+    stale = out / "sessions" / "not-a-session.md"
+    stale.write_text("old")
+    assert write_wiki(wh, out).removed == [stale]
+
+
+def test_text_from_prompts_cannot_break_a_page(sample_home, tmp_path):
+    assert fenced("a ``` b ```` c") == "`````text\na ``` b ```` c\n`````"
+    assert cell("a | b <script>x</script> *y* [l](u)\nz") == \
+        "a \\| b \\<script\\>x\\</script\\> \\*y\\* \\[l\\](u) z"
+    assert code("a|b") == "`a\\|b`" and code("x`y") == "``x`y``"
+    folder = sample_home / "session-state" / "evil"
+    folder.mkdir()
+    (folder / "workspace.yaml").write_text("name: '| broken <b>table</b> ```'\ncwd: /home/dev/evil\n")
+    (folder / "events.jsonl").write_text(
+        '{"type":"user.message","data":{"content":"```\\n# not a heading\\n<img src=x onerror=alert(1)>"},'
+        '"id":"1","timestamp":"2026-10-01T00:00:00Z"}\n')
+    wh, _ = _wiki(tmp_path, sample_home)
+    page = (tmp_path / "wiki" / "sessions" / "evil.md").read_text()
+    assert "# \\| broken \\<b\\>table\\</b\\> \\`\\`\\`\n" in page
+    assert "````text\n```\n# not a heading\n<img src=x onerror=alert(1)>\n````" in page
+    index = (tmp_path / "wiki" / "index.md").read_text()
+    assert "[\\| broken \\<b\\>table\\</b\\> \\`\\`\\`](sessions/evil.md)" in index
