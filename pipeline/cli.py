@@ -108,9 +108,11 @@ def _sources(args) -> tuple[list[Path], list[Path]]:
     if homes or users:
         return homes, users  # any source flag turns discovery off
     from .extract.cli_home import default_copilot_homes
-    homes = default_copilot_homes(os.environ)
-    if not homes:
-        log.warning("no Copilot CLI home found ($COPILOT_HOME, $XDG_STATE_HOME/.copilot, ~/.copilot)")
+    from .extract.vscode import default_vscode_users
+    homes, users = default_copilot_homes(os.environ), default_vscode_users(os.environ)
+    if not homes and not users:
+        log.warning("no Copilot history found: no CLI home ($COPILOT_HOME, $XDG_STATE_HOME/.copilot, ~/.copilot) "
+                    "and no VS Code User folder")
     return homes, users
 
 
@@ -155,7 +157,7 @@ def cmd_report(args) -> int:
 def cmd_demo(args) -> int:
     out = Path(args.out)
     warehouse = out / "warehouse.duckdb"
-    run_ingest(warehouse, [SAMPLE / "copilot-home"], [], full=True, quiet=args.quiet)
+    run_ingest(warehouse, [SAMPLE / "copilot-home"], [SAMPLE / "vscode-user"], full=True, quiet=args.quiet)
     _report(warehouse, out, args.quiet)
     if not args.quiet:
         print(f"try: python -m pipeline query --warehouse {warehouse} "

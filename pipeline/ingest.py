@@ -21,10 +21,11 @@ from .extract.base import READERS, Context, Prior, Source, stat_fingerprint
 from .extract.cli_home import discover_copilot_home
 from .extract.events import tail_digest
 from .extract.store import store_fingerprint
+from .extract.vscode import discover_vscode_user
 from .models import run_models
 from .redact import Redactor
 from .schema import STAGING, STAR
-from .transform.star import build_star, conform
+from .transform.star import build_star, conform, memories
 from .warehouse import arrow_schema, connect, drop_all, ensure_schema, to_arrow
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def discover(copilot_homes: Iterable[Path], vscode_users: Iterable[Path] = ()) -
     for home in copilot_homes:
         out.extend(discover_copilot_home(Path(home)))
     for user in vscode_users:
-        log.warning("%s: VS Code Copilot Chat storage is not read yet; skipped", user)
+        out.extend(discover_vscode_user(Path(user)))
     return out
 
 
@@ -90,7 +91,7 @@ def check_sources(copilot_homes: Iterable[Path], vscode_users: Iterable[Path]) -
 
 
 def _fingerprint(src: Source) -> tuple[str, int]:
-    if src.kind == "session_store":
+    if src.kind in ("session_store", "vscode_state_db"):
         return store_fingerprint(src.path)
     return stat_fingerprint(src.path)
 
@@ -313,7 +314,16 @@ def _rebuild(con, affected: list[str]) -> None:
         _upsert(con, "dim_files", star["_files"], "file_id")
         _upsert(con, "dim_projects", star["_projects"].unique("project_id", keep="first"), "project_id")
     if affected:
+        _rebuild_unowned_memories(con)
         _refresh_dimensions(con)
+
+
+def _rebuild_unowned_memories(con) -> None:
+    """Memories that belong to no session (repo and user memories) are not in any session batch."""
+    docs = con.sql("select * from stg_documents where session_id is null").pl()
+    con.execute("delete from fct_memories where session_id is null")
+    if not docs.is_empty():
+        _insert(con, "fct_memories", memories(docs))
 
 
 def _upsert(con, table: str, frame: pl.DataFrame, key: str) -> None:

@@ -5,7 +5,10 @@ failed tool calls, an unknown event type, reasoning text that must never be stor
 that must be redacted), workspace.yaml in its ``name`` / legacy ``summary`` / quoted forms,
 checkpoints as real markdown and as the seed note's JSON, vscode.metadata.json, plan.md and
 index.md, a legacy flat ``<id>.jsonl``, a legacy ``history-session-state`` file, damaged lines,
-and a ``session-store.db`` in WAL mode whose newest rows exist only in the ``-wal`` file.
+and a ``session-store.db`` in WAL mode whose newest rows exist only in the ``-wal`` file; and a
+VS Code ``User`` folder (``vscode-user/``) with flat and mutation-log chat sessions, transcripts,
+memories, a chat index in ``state.vscdb``, a damaged log, a BOM, a Windows workspace, an
+empty-window chat, and one conversation that is also a CLI session folder and a transcript.
 
 Two projects are planted for the reports: in ``acme-api`` the file ``src/auth/token_service.py``
 is the hot file and "token refresh" the topic; in ``webapp`` (a Windows checkout) it is
@@ -14,6 +17,7 @@ is the hot file and "token refresh" the topic; in ``webapp`` (a Windows checkout
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import sqlite3
@@ -365,6 +369,172 @@ def store(home: Path, acme_ids: list[str]) -> None:
             p.unlink()
 
 
+# ------------------------------------------------------------------------------------ VS Code
+def _ms(t: datetime) -> int:
+    return int(t.timestamp() * 1000)
+
+
+def _md(text: str) -> dict:
+    return {"value": text, "supportThemeIcons": False, "supportHtml": False}
+
+
+def chat_request(rid: str, t: datetime, prompt: str, answer: str, calls: list[tuple[str, dict]],
+                 edited: list[str] = (), model: str = "copilot/claude-sonnet-4.5") -> dict:
+    """One request of a VS Code chat session, shaped like VS Code 1.10x writes it."""
+    parts = [{"kind": "mcpServersStarting", "didStartServerIds": []}, _md(answer.split("\n")[0] + " ")]
+    rounds = []
+    for i, (name, args) in enumerate(calls):
+        call_id = f"toolu_{uuid.uuid5(NS, rid + str(i)).hex[:20]}__vscode-{1000 + i}"
+        rounds.append({"toolCalls": [{"name": name, "arguments": json.dumps(args), "id": call_id}]})
+        target = args.get("filePath", "")
+        parts.append({"kind": "toolInvocationSerialized", "toolId": name, "toolCallId": str(uuid.uuid5(NS, call_id)),
+                      "invocationMessage": _md(f"Using [](file://{target})"), "isComplete": True,
+                      "isConfirmed": {"type": 1}, "source": {"type": "internal", "label": "Built-In"}})
+    rest = "\n".join(answer.split("\n")[1:])
+    if rest:
+        parts.append(_md(rest))
+    return {"requestId": rid, "timestamp": _ms(t), "message": {"text": prompt, "parts": []},
+            "modelId": model, "agent": {"id": "github.copilot.editsAgent"}, "variableData": {"variables": []},
+            "response": parts, "responseId": f"response_{rid}",
+            "result": {"timings": {"firstProgress": 1500, "totalElapsed": 9000},
+                       "metadata": {"toolCallRounds": rounds, "toolCallResults": {}}},
+            "editedFileEvents": [{"uri": {"$mid": 1, "path": p, "scheme": "file"}, "eventKind": 1} for p in edited]}
+
+
+def chat_doc(session: str, t: datetime, requests: list[dict], title: str | None = None) -> dict:
+    doc = {"version": 3, "sessionId": session, "creationDate": _ms(t), "lastMessageDate": _ms(t) + 60000,
+           "initialLocation": "panel", "requesterUsername": "dev", "responderUsername": "GitHub Copilot",
+           "isImported": False, "requests": requests}
+    if title:
+        doc["customTitle"] = title
+    return doc
+
+
+def vscode(out: Path) -> Path:
+    user = out / "vscode-user"
+    if user.exists():
+        shutil.rmtree(user)
+    acme = user / "workspaceStorage" / "5d41402abc4b2a76b9719d911017c592"
+    web = user / "workspaceStorage" / "7d793037a0760186574b0282f2f435e7"
+    for ws, folder in ((acme, "file:///home/dev/acme-api"), (web, "file:///c%3A/Users/dev/webapp")):
+        (ws / "chatSessions").mkdir(parents=True)
+        (ws / "workspace.json").write_text(json.dumps({"folder": folder}), encoding="utf-8")
+    tok = "/home/dev/acme-api/src/auth/token_service.py"
+
+    # the shared conversation: also a CLI folder (acme-3) and a transcript. A mutation log with set,
+    # push (one with a truncate index) and delete, replayed to two requests.
+    shared = sid("acme-3")
+    t = T0 + timedelta(days=10)
+    login = "/home/dev/acme-api/src/api/login.py"
+    r1 = chat_request("request_shared_1", t, "Add rate limiting to the login endpoint and reuse the token service.",
+                      "Rate limiting added to login.",
+                      [("read_file", {"filePath": tok}), ("replace_string_in_file", {"filePath": login})],
+                      edited=[login])
+    lines = [{"kind": 0, "v": chat_doc(shared, t, [])},
+             {"kind": 2, "k": ["requests"], "v": [{"requestId": "request_draft", "message": {"text": "draft"}}]},
+             {"kind": 2, "k": ["requests"], "v": [r1], "i": 0},  # truncate the draft, push the real request
+             {"kind": 1, "k": ["customTitle"], "v": "Login rate limiting"},
+             {"kind": 1, "k": ["inputState"], "v": {"inputText": "half-typed"}},
+             {"kind": 3, "k": ["inputState"]}]
+    (acme / "chatSessions" / f"{shared}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines),
+                                                          encoding="utf-8")
+    tdir = acme / "GitHub.copilot-chat" / "transcripts"
+    tdir.mkdir(parents=True)
+    tr = Log(shared, t)
+    tr.add("session.start", {"sessionId": shared, "version": 1, "producer": "copilot-agent",
+                             "copilotVersion": "0.45.0", "vscodeVersion": "1.110.0", "startTime": iso(t),
+                             "context": {"cwd": "/home/dev/acme-api"}}, 0)
+    tr.add("user.message", {"content": "Add rate limiting to the login endpoint and reuse the token service.",
+                            "attachments": []})
+    tr.add("assistant.turn_start", {"turnId": "0.0"})
+    tr.add("assistant.message", {"messageId": "m1", "content": "Rate limiting added to login.", "toolRequests": [
+        {"toolCallId": "toolu_shared_read", "name": "read_file", "arguments": json.dumps({"filePath": tok}),
+         "type": "function"}]})
+    tr.add("tool.execution_start", {"toolCallId": "toolu_shared_read", "toolName": "read_file",
+                                    "arguments": json.dumps({"filePath": tok})})
+    tr.add("tool.execution_complete", {"toolCallId": "toolu_shared_read", "success": True,
+                                       "result": {"content": "1. def refresh():"}})
+    tr.add("assistant.turn_end", {"turnId": "0.0"})
+    (tdir / f"{shared}.jsonl").write_text(tr.text(), encoding="utf-8")
+
+    # a flat (version 3) session with a custom title, tool calls and an edited file
+    flat = sid("vs-flat")
+    t = T0 + timedelta(days=12)
+    doc = chat_doc(flat, t, [
+        chat_request("request_flat_1", t, "Document how token refresh works in docs/auth.md",
+                     "I'll read the token service first.\nDocumented token refresh and rotation in docs/auth.md.",
+                     [("read_file", {"filePath": tok}), ("read_file", {"filePath": tok}),
+                      ("create_file", {"filePath": "/home/dev/acme-api/docs/token-refresh.md"})],
+                     edited=["/home/dev/acme-api/docs/auth.md"]),
+        chat_request("request_flat_2", t + timedelta(minutes=5), "Now explain `refresh()` <b>briefly</b>",
+                     "It rotates the refresh token and returns a new access token.", []),
+    ], title="Token refresh docs")
+    (acme / "chatSessions" / f"{flat}.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+
+    # damaged: a mutation log that lost its first (kind 0) line; a flat file with a BOM and no title
+    broken = sid("vs-broken")
+    (acme / "chatSessions" / f"{broken}.jsonl").write_text(
+        json.dumps({"kind": 1, "k": ["customTitle"], "v": "lost"}) + "\n", encoding="utf-8")
+    bom = sid("vs-bom")
+    t = T0 + timedelta(days=13)
+    doc = chat_doc(bom, t, [chat_request("request_bom_1", t, "Why does the token refresh test flake?",
+                                         "The clock is not frozen in the test.", [])])
+    (acme / "chatSessions" / f"{bom}.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(doc).encode())
+
+    # a session whose chat file is gone: only its transcript is left
+    only = sid("vs-transcript-only")
+    t = T0 + timedelta(days=14)
+    tr = Log(only, t)
+    tr.add("session.start", {"sessionId": only, "version": 1, "producer": "copilot-agent",
+                             "copilotVersion": "0.45.0", "vscodeVersion": "1.110.0", "startTime": iso(t)}, 0)
+    tr.add("user.message", {"content": "List the token refresh endpoints", "attachments": []})
+    tr.add("assistant.message", {"messageId": "m1", "content": "POST /refresh and POST /revoke.",
+                                 "toolRequests": []})
+    (tdir / f"{only}.jsonl").write_text(tr.text(), encoding="utf-8")
+
+    # memories: one per session (directory = url-safe base64 of the id, unpadded), repo and user ones
+    mem = acme / "GitHub.copilot-chat" / "memory-tool" / "memories"
+    b64 = base64.urlsafe_b64encode(flat.encode()).decode().rstrip("=")
+    (mem / b64).mkdir(parents=True)
+    (mem / b64 / "notes.md").write_text("# Notes\n\nRefresh tokens rotate on every use.\n", encoding="utf-8")
+    (mem / "repo").mkdir()
+    (mem / "repo" / "conventions.md").write_text("Use pytest fixtures for token clocks.\n", encoding="utf-8")
+    gmem = user / "globalStorage" / "github.copilot-chat" / "memory-tool" / "memories"
+    gmem.mkdir(parents=True)
+    (gmem / "preferences.md").write_text("Prefer small commits.\n", encoding="utf-8")
+
+    # the chat index in state.vscdb: the only place the BOM session's title is written
+    con = sqlite3.connect(acme / "state.vscdb")
+    con.execute("create table ItemTable (key text unique on conflict replace, value blob)")
+    index = {"version": 1, "entries": {bom: {"sessionId": bom, "title": "Flaky token refresh test",
+                                             "lastMessageDate": _ms(T0 + timedelta(days=13, minutes=1)),
+                                             "timing": {"created": _ms(T0 + timedelta(days=13))}, "isEmpty": False}}}
+    con.execute("insert into ItemTable values ('chat.ChatSessionStore.index', ?)", (json.dumps(index),))
+    con.commit()
+    con.close()
+
+    # a Windows workspace (file:///c%3A/...) editing the webapp's hot file
+    web_sid = sid("vs-web")
+    t = T0 + timedelta(days=8)
+    cart = "c:\\Users\\dev\\webapp\\src\\components\\CartView.tsx"
+    doc = chat_doc(web_sid, t, [chat_request("request_web_1", t, "Make cart checkout show a spinner",
+                                             "Added a spinner to cart checkout.",
+                                             [("read_file", {"filePath": cart}),
+                                              ("replace_string_in_file", {"filePath": cart})],
+                                             model="copilot/gpt-5.2")], title="Cart checkout spinner")
+    (web / "chatSessions" / f"{web_sid}.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+
+    # an empty-window chat (no workspace)
+    empty = user / "globalStorage" / "emptyWindowChatSessions"
+    empty.mkdir(parents=True)
+    e_sid = sid("vs-empty")
+    t = T0 + timedelta(days=15)
+    doc = chat_doc(e_sid, t, [chat_request("request_empty_1", t, "What is a refresh token?",
+                                           "A long-lived credential used to get new access tokens.", [])])
+    (empty / f"{e_sid}.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    return user
+
+
 def write_sample(out: Path) -> Path:
     home = out / "copilot-home"
     if home.exists():
@@ -374,6 +544,7 @@ def write_sample(out: Path) -> Path:
     web_sessions(home)
     legacy(home)
     store(home, acme)
+    vscode(out)
     return home
 
 

@@ -50,10 +50,11 @@ LINEAGE = (
 STAGING = [
     _t(
         "stg_events", "one row per event line", ["_source_path", "_source_line"],
-        "Every event read from events.jsonl, flat legacy session logs and legacy history files; "
+        "Every event read from events.jsonl, flat legacy session logs, legacy history files, VS Code "
+        "transcripts and VS Code chat sessions (translated into the same event vocabulary); "
         "fields the star schema uses are lifted into columns, the rest stays in `extra` (JSON).",
         ("session_id", "VARCHAR", "Copilot session id."),
-        ("source_kind", "VARCHAR", "events | legacy_jsonl | history_json"),
+        ("source_kind", "VARCHAR", "events | legacy_jsonl | history_json | chat_session | transcript"),
         ("event_index", "BIGINT", "0-based position of the event in its file."),
         ("event_id", "VARCHAR", "Envelope `id`."),
         ("parent_id", "VARCHAR", "Envelope `parentId`."),
@@ -99,9 +100,11 @@ STAGING = [
     ),
     _t(
         "stg_session_meta", "one row per metadata record about a session", ["_source_path"],
-        "Session metadata from workspace.yaml, vscode.metadata.json and session-store.db `sessions`.",
+        "Session metadata from workspace.yaml, vscode.metadata.json, session-store.db `sessions`, VS Code "
+        "chat sessions and transcripts (their workspace folder) and the chat index in state.vscdb.",
         ("session_id", "VARCHAR", "Copilot session id."),
-        ("source_kind", "VARCHAR", "workspace_yaml | vscode_metadata | store"),
+        ("source_kind", "VARCHAR", "workspace_yaml | vscode_metadata | store | vscode_chat | vscode_transcript "
+                                   "| vscode_index"),
         ("title", "VARCHAR", "customTitle (vscode_metadata) or `name` (workspace.yaml)."),
         ("summary", "VARCHAR", "Legacy `summary` / store `summary`."),
         ("cwd", "VARCHAR", "Working directory."),
@@ -132,10 +135,10 @@ STAGING = [
     ),
     _t(
         "stg_documents", "one row per plan / index / memory document", ["_source_path"],
-        "plan.md, root index.md and store workspace artifacts.",
+        "plan.md, root index.md, store workspace artifacts and VS Code memory-tool files.",
         ("session_id", "VARCHAR", "Copilot session id."),
         ("kind", "VARCHAR", "plan | session_index | workspace_artifact | memory"),
-        ("path", "VARCHAR", "Path of the document, relative to its source root."),
+        ("path", "VARCHAR", "Path of the document, relative to its source root (Copilot home or VS Code User)."),
         ("content", "VARCHAR", "Document text (redacted)."),
         ("_source_path", "VARCHAR", "File the row was read from."),
         ("_run_id", "VARCHAR", "Ingest run that wrote the row."),
@@ -304,7 +307,8 @@ STAR = [
     ),
     _t(
         "fct_memories", "one row per memory / plan file", ["memory_id"],
-        "plan.md, session index.md and workspace artifacts.",
+        "plan.md, session index.md, store workspace artifacts and VS Code memories (session, repo and user "
+        "memories; the last two have no session).",
         ("memory_id", "VARCHAR", "md5 of source path (first 16 hex)."),
         ("session_id", "VARCHAR", "Session the document belongs to."),
         ("kind", "VARCHAR", "plan | session_index | workspace_artifact | memory"),

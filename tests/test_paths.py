@@ -21,3 +21,10 @@ def test_project_names():
     assert project_name("/home/dev/acme-api", None) == "acme-api"
     assert project_name("/x", "acme/api") == "api"
     assert project_name("", None) == "(no project)"
+
+
+def test_remote_workspaces_keep_their_uri_as_identity_but_files_are_relative():
+    root = "vscode-remote://ssh-remote%2Bbox/home/x/app"
+    assert project_root(root, None) == root
+    assert relativize("/home/x/app/src/a.rs", root, root) == ("src/a.rs", True)
+    assert relativize("vscode-remote://ssh-remote%2Bbox/home/x/app/README.md", root, None) == ("README.md", True)

@@ -24,6 +24,7 @@ class Source:
     kind: str
     session_id: str | None = None
     root: str = ""  # the source root it was found under (Copilot home or VS Code user folder)
+    workspace: str | None = None  # VS Code: the folder its workspaceStorage belongs to (workspace.json)
 
 
 @dataclass

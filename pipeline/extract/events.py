@@ -41,6 +41,7 @@ KNOWN_TYPES = frozenset({
     "tool.user_requested", "skill.invoked", "hook.start", "hook.end", "subagent.started",
     "subagent.completed", "subagent.failed", "subagent.selected", "subagent.deselected",
     "permission.requested", "permission.completed", "external_tool.requested", "external_tool.completed",
+    "vscode.file_edited",
 })
 
 # Fields lifted into their own columns; what remains of `data` goes to `extra`.

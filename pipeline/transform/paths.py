@@ -55,11 +55,11 @@ def relativize(path: str | None, root: str | None, cwd: str | None) -> tuple[str
     Relative paths are taken relative to ``cwd`` (then to the project root). Windows paths are
     compared case-insensitively, as Windows compares them.
     """
-    p = normalize(path)
+    p = _remote_path(normalize(path))
     if not p:
         return None, False
-    r = normalize(root) or ""
-    c = normalize(cwd) or r
+    r = _remote_path(normalize(root) or "")
+    c = _remote_path(normalize(cwd)) or r
     if not is_absolute(p):
         if not c:
             return posixpath.normpath(p), True
@@ -76,6 +76,14 @@ def relativize(path: str | None, root: str | None, cwd: str | None) -> tuple[str
     if pl.startswith(prefix):
         return p[len(prefix):], True
     return p, False
+
+
+def _remote_path(p: str | None) -> str | None:
+    """The path part of ``vscode-remote://<authority>/path``: files of a remote workspace are plain paths."""
+    if p and p.startswith("vscode-remote://"):
+        rest = p[len("vscode-remote://"):]
+        return posixpath.normpath("/" + unquote(rest.split("/", 1)[1])) if "/" in rest else "/"
+    return p
 
 
 def project_root(git_root: str | None, cwd: str | None) -> str:

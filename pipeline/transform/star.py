@@ -24,7 +24,9 @@ from ..schema import TABLES
 from .paths import project_name, project_root, relativize, short_hash
 
 # Which event log wins when one session has several (they would double count otherwise).
-EVENT_SOURCE_RANK = {"events": 0, "legacy_jsonl": 1, "history_json": 2, "transcript": 3, "chat_session": 4}
+EVENT_SOURCE_RANK = {"events": 0, "legacy_jsonl": 1, "history_json": 2, "chat_session": 3, "transcript": 4}
+VSCODE_SOURCES = ["vscode_metadata", "vscode_chat", "vscode_transcript", "vscode_index", "chat_session", "transcript"]
+FILE_EDITED = "vscode.file_edited"
 CHECKPOINT_SOURCE_RANK = {"folder_md": 0, "folder_json": 1, "store": 2}
 TITLE_MAX = 120
 
@@ -221,7 +223,8 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame
     ids = ids.filter(pl.col("session_id").is_not_null())
     cols = ["title", "summary", "cwd", "git_root", "repository", "branch", "host_type", "client_name",
             "created_at", "updated_at", "first_user_message"]
-    ws, vs, st = (_meta(meta, k, cols) for k in ("workspace_yaml", "vscode_metadata", "store"))
+    ws, vs, st, vc, vt, vi = (_meta(meta, k, cols) for k in (
+        "workspace_yaml", "vscode_metadata", "store", "vscode_chat", "vscode_transcript", "vscode_index"))
     ctx = _start_context(ev)
     ev_stats = ev.group_by("session_id").agg(
         pl.len().alias("n_events"),
@@ -246,29 +249,34 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame
         pl.col("src").unique().sort().alias("sources"))
 
     df = ids
-    for f in (ws, vs, st, ctx, ev_stats, first_prompt, t_stats, c_stats, u_models, sources):
+    for f in (ws, vs, st, vc, vt, vi, ctx, ev_stats, first_prompt, t_stats, c_stats, u_models, sources):
         df = df.join(f, on="session_id", how="left")
     df = df.with_columns(pl.col(c).fill_null(0) for c in (
         "n_events", "n_unknown_events", "n_resumes", "n_turns", "n_tool_calls", "n_failed_tool_calls"))
     prompt_title = pl.col("first_prompt").str.replace_all(r"\s+", " ").str.strip_chars()
     prompt_title = pl.when(prompt_title.str.len_chars() > TITLE_MAX).then(
         prompt_title.str.slice(0, TITLE_MAX - 1) + "…").otherwise(prompt_title)
-    is_vscode = (pl.col("vscode_metadata_title").is_not_null() | pl.col("sources").list.contains("vscode_metadata")
-                 | (pl.col("store_host_type") == "vscode") | (pl.col("producer") == "vscode"))
+    is_vscode = (pl.col("vscode_metadata_title").is_not_null()
+                 | (pl.col("sources").list.set_intersection(VSCODE_SOURCES).list.len() > 0)
+                 | (pl.col("store_host_type") == "vscode") | pl.col("producer").str.starts_with("vscode"))
     df = df.with_columns(
-        pl.coalesce("vscode_metadata_title", "workspace_yaml_title", "workspace_yaml_summary", "store_summary",
-                    prompt_title, "vscode_metadata_first_user_message").alias("title"),
+        pl.coalesce("vscode_metadata_title", "vscode_chat_title", "workspace_yaml_title", "workspace_yaml_summary",
+                    "store_summary", "vscode_index_title", prompt_title, "vscode_metadata_first_user_message")
+        .alias("title"),
         pl.coalesce("workspace_yaml_summary", "store_summary").alias("summary"),
         pl.when(is_vscode.fill_null(False)).then(pl.lit("vscode")).otherwise(pl.lit("cli")).alias("client"),
-        pl.coalesce("ev_cwd", "workspace_yaml_cwd", "store_cwd", "vscode_metadata_cwd").alias("cwd"),
+        pl.coalesce("ev_cwd", "workspace_yaml_cwd", "store_cwd", "vscode_metadata_cwd", "vscode_chat_cwd",
+                    "vscode_transcript_cwd", "vscode_index_cwd").alias("cwd"),
         pl.coalesce("ev_git_root", "workspace_yaml_git_root", "vscode_metadata_git_root").alias("git_root"),
         pl.coalesce("ev_repository", "workspace_yaml_repository", "store_repository").alias("repository"),
         pl.coalesce("ev_branch", "workspace_yaml_branch", "store_branch", "vscode_metadata_branch")
         .alias("branch"),
         pl.min_horizontal("ev_start_time", "ev_first_at", parse_ts(pl.col("workspace_yaml_created_at")),
-                          parse_ts(pl.col("store_created_at")), "first_turn_at").alias("started_at"),
+                          parse_ts(pl.col("store_created_at")), "first_turn_at",
+                          parse_ts(pl.col("vscode_index_created_at"))).alias("started_at"),
         pl.max_horizontal("ev_last_at", "t_end", parse_ts(pl.col("workspace_yaml_updated_at")),
-                          parse_ts(pl.col("store_updated_at"))).alias("ended_at"),
+                          parse_ts(pl.col("store_updated_at")), parse_ts(pl.col("vscode_index_updated_at")))
+        .alias("ended_at"),
         pl.concat_list(pl.col("ev_models").fill_null([]), pl.col("u_models").fill_null([]))
         .list.unique().list.sort().alias("models"),
         pl.col("sources").fill_null([]),
@@ -291,14 +299,24 @@ def _project_key(git_root, cwd, repository):
 
 
 # ------------------------------------------------------------------------------------------ files
-def file_touches(calls: pl.DataFrame, store_files: pl.DataFrame, sess: pl.DataFrame):
-    """Tool-call and session_files touches, with project-relative paths and deterministic file ids."""
+def file_touches(calls: pl.DataFrame, store_files: pl.DataFrame, sess: pl.DataFrame, ev: pl.DataFrame):
+    """Tool-call, VS Code edited-file and session_files touches, with project-relative paths and
+    deterministic file ids."""
     proj = sess.select("session_id", "project_id", "project_root", "cwd")
     from_calls = calls.select(
         "session_id", "tool_call_id", file_path_arg(pl.col("arguments")).alias("raw_path"),
         file_action(pl.col("tool_name"), pl.col("arguments")).alias("action"),
         pl.coalesce("started_at", "completed_at").alias("at"), "result_content", "is_success",
     ).filter(pl.col("raw_path").is_not_null() & pl.col("action").is_not_null())
+    from_edits = ev.filter(pl.col("event_type") == FILE_EDITED).select(
+        "session_id", pl.lit(None, pl.String).alias("tool_call_id"),
+        pl.col("arguments").str.json_path_match("$.path").alias("raw_path"), pl.lit("edit").alias("action"),
+        "at", pl.lit(None, pl.String).alias("result_content"), pl.lit(None, pl.Boolean).alias("is_success"),
+    ).filter(pl.col("raw_path").is_not_null())
+    # an edited-file event repeats what an edit tool call of the same request already did: add only new ones
+    from_edits = from_edits.join(from_calls.select("session_id", "raw_path", "action"),
+                                 on=["session_id", "raw_path", "action"], how="anti")
+    from_calls = pl.concat([from_calls, from_edits])
     from_store = store_files.filter(pl.col("file_path").is_not_null()).select(
         "session_id", pl.lit(None, pl.String).alias("tool_call_id"), pl.col("file_path").alias("raw_path"),
         pl.coalesce(file_action(pl.col("tool_name"), pl.lit("{}")), pl.lit("edit")).alias("action"),
@@ -318,7 +336,8 @@ def file_touches(calls: pl.DataFrame, store_files: pl.DataFrame, sess: pl.DataFr
         & ~pl.col("path").str.contains(r"(?:^|/)[^/.][^/]*\.[A-Za-z0-9]+$")
         & pl.col("result_content").is_not_null() & ~pl.col("result_content").str.contains(r"^\s*1[.:|]"))
     both = both.filter(pl.col("path").is_not_null() & ~folder_view)
-    call_files = both.filter(pl.col("_prio") == 0).select("session_id", "tool_call_id", "file_id", "action") \
+    call_files = both.filter((pl.col("_prio") == 0) & pl.col("tool_call_id").is_not_null()) \
+        .select("session_id", "tool_call_id", "file_id", "action") \
         .unique(["session_id", "tool_call_id"], keep="first", maintain_order=True)
     ev_touch = both.filter(pl.col("_prio") == 0)
     st_touch = both.filter(pl.col("_prio") == 1).join(
@@ -444,7 +463,7 @@ def build_star(stg: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
         pl.col("n_tool_calls").fill_null(0)).sort("session_id", "turn_index")
     use = usage(ev, stg["stg_store_usage"])
     sess = sessions(stg, ev, turns, calls, use)
-    call_files, touches, files = file_touches(calls, stg["stg_store_files"], sess)
+    call_files, touches, files = file_touches(calls, stg["stg_store_files"], sess, ev)
     calls = calls.join(call_files, on=["session_id", "tool_call_id"], how="left")
     return {
         "dim_sessions": conform(sess, "dim_sessions"),

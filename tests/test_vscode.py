@@ -1,0 +1,171 @@
+"""VS Code Copilot Chat: discovery, chat sessions (flat and mutation log), transcripts, memories,
+the chat index, and one row per conversation across sources."""
+
+import base64
+import json
+import shutil
+
+import pytest
+
+from pipeline.extract.base import Context, ReadResult, Source
+from pipeline.extract.vscode import (
+    default_vscode_users,
+    discover_vscode_user,
+    read_chat_session,
+    replay_mutation_log,
+    session_from_memory_dir,
+    workspace_folder,
+)
+from pipeline.ingest import ingest
+from pipeline.redact import Redactor
+
+from .conftest import REPO, real, rows
+
+SAMPLE_USER = REPO / "data" / "sample" / "vscode-user"
+
+
+def ctx():
+    return Context(run_id="r1", redact=Redactor())
+
+
+def log_bytes(*entries) -> bytes:
+    return "".join(json.dumps(e) + "\n" for e in entries).encode()
+
+
+def test_mutation_log_replays_set_push_truncate_and_delete(tmp_path):
+    res = ReadResult()
+    state = replay_mutation_log(log_bytes(
+        {"kind": 0, "v": {"sessionId": "s", "requests": [], "inputState": {"x": 1}}},
+        {"kind": 2, "k": ["requests"], "v": [{"requestId": "a"}, {"requestId": "b"}]},
+        {"kind": 1, "k": ["requests", 1, "response"], "v": [{"value": "hi"}]},
+        {"kind": 2, "k": ["requests"], "v": [{"requestId": "c"}], "i": 1},
+        {"kind": 1, "k": ["customTitle"], "v": "T"},
+        {"kind": 3, "k": ["inputState"]},
+    ), "p", res, ctx())
+    assert state == {"sessionId": "s", "requests": [{"requestId": "a"}, {"requestId": "c"}], "customTitle": "T"}
+    assert res.rejects == []
+
+
+def test_mutation_log_without_its_snapshot_line_is_rejected(tmp_path):
+    res = ReadResult()
+    assert replay_mutation_log(log_bytes({"kind": 1, "k": ["customTitle"], "v": "x"}), "p", res, ctx()) is None
+    assert [(r["position"], r["reason"]) for r in res.rejects] == [
+        ("line 1 @ byte 0", "chat session log is missing its initial snapshot (kind 0) line; not replayed")]
+
+
+def test_a_damaged_line_inside_a_mutation_log_is_rejected_and_replay_goes_on():
+    res = ReadResult()
+    data = log_bytes({"kind": 0, "v": {"requests": []}}) + b"{broken\n" + log_bytes(
+        {"kind": 1, "k": ["customTitle"], "v": "kept"}, {"kind": 1, "k": ["requests", 5, "x"], "v": 1})
+    state = replay_mutation_log(b"\xef\xbb\xbf" + data, "p", res, ctx())
+    assert state == {"requests": [], "customTitle": "kept"}
+    assert [r["reason"].split(":")[0] for r in res.rejects] == ["line is not valid JSON",
+                                                                "mutation could not be applied"]
+
+
+def test_workspace_json_shapes(tmp_path):
+    cases = {'{"folder": "file:///c%3A/Users/me/app"}': "file:///c%3A/Users/me/app",
+             '{"configuration": "file:///home/me/ws/all.code-workspace"}': "file:///home/me/ws",
+             '{"workspace": {"configPath": "file:///w/x.code-workspace"}}': "file:///w",
+             '{"folder": "vscode-remote://wsl%2Bubuntu/home/me/app"}': "vscode-remote://wsl%2Bubuntu/home/me/app"}
+    for i, (text, want) in enumerate(cases.items()):
+        d = tmp_path / str(i)
+        d.mkdir()
+        (d / "workspace.json").write_text(text)
+        assert workspace_folder(d) == want
+
+
+def test_memory_folder_names_decode_to_session_ids():
+    sid = "f56f201a-672e-4cc5-ada9-4736258cc586"
+    name = base64.urlsafe_b64encode(sid.encode()).decode().rstrip("=")
+    assert session_from_memory_dir(name) == sid
+    assert session_from_memory_dir("repo") is None
+
+
+def test_default_user_folders_on_every_platform(tmp_path):
+    home = tmp_path / "home"
+    made = [home / ".config" / "Code" / "User", home / ".config" / "VSCodium" / "User",
+            home / "Library" / "Application Support" / "Code - Insiders" / "User",
+            home / ".vscode-server" / "data" / "User", tmp_path / "appdata" / "Code" / "User",
+            tmp_path / "portable" / "user-data" / "User"]
+    for m in made:
+        m.mkdir(parents=True)
+    found = default_vscode_users({"APPDATA": str(tmp_path / "appdata"), "VSCODE_PORTABLE": str(tmp_path / "portable")},
+                                 home=home)
+    assert sorted(map(str, found)) == sorted(map(str, made))
+
+
+def test_discovery_of_the_sample_user_folder():
+    kinds = sorted({s.kind for s in discover_vscode_user(SAMPLE_USER)})
+    assert kinds == ["chat_session", "transcript", "vscode_memory", "vscode_state_db"]
+
+
+def test_vscode_sample_ingest(sample_home, tmp_path):
+    user = tmp_path / "vscode-user"
+    shutil.copytree(SAMPLE_USER, user)
+    wh = tmp_path / "w.duckdb"
+    summary = ingest(wh, [sample_home], [user])
+    assert summary.n_rejects == 3  # the sample's damaged YAML and glued line, and the log without its snapshot
+    got = rows(wh, "select title, client, p.name, n_turns, n_tool_calls from dim_sessions "
+                   "left join dim_projects p using (project_id) where client = 'vscode' order by started_at")
+    assert got == [
+        ("Cart checkout spinner", "vscode", "webapp", 1, 2),
+        ("Login rate limiting", "vscode", "acme-api", 1, 3),
+        ("Token refresh docs", "vscode", "acme-api", 2, 3),
+        ("Flaky token refresh test", "vscode", "acme-api", 1, 0),  # title from state.vscdb
+        ("List the token refresh endpoints", "vscode", "acme-api", 1, 0),  # transcript only
+        ("What is a refresh token?", "vscode", "(no project)", 1, 0),  # empty window
+    ]
+    # the conversation that is a chat session, a transcript and a CLI folder is one session, counted once
+    assert rows(wh, "select sources, n_turns from dim_sessions where title = 'Login rate limiting'") == [
+        (["chat_session", "events", "session_index", "transcript", "vscode_chat", "vscode_metadata",
+          "vscode_transcript", "workspace_yaml"], 1)]
+    assert rows(wh, "select count(*) from fct_turns t join dim_sessions s using (session_id) "
+                    "where s.title = 'Login rate limiting'") == [(1,)]
+    # edited files and tool arguments become file touches; Windows workspace paths join the webapp project
+    assert rows(wh, "select f.path, t.action from fct_file_touches t join dim_files f using (file_id) "
+                    "join dim_sessions s using (session_id) where s.title in ('Token refresh docs', "
+                    "'Cart checkout spinner') order by 1, 2") == [
+        ("docs/auth.md", "edit"), ("docs/token-refresh.md", "create"), ("src/auth/token_service.py", "view"),
+        ("src/components/CartView.tsx", "edit"), ("src/components/CartView.tsx", "view")]
+    assert rows(wh, "select m.kind, s.title, regexp_extract(m.path, '[^/]+$') from fct_memories m "
+                    "left join dim_sessions s using (session_id) where m.kind = 'memory' order by 3") == [
+        ("memory", None, "conventions.md"), ("memory", "Token refresh docs", "notes.md"),
+        ("memory", None, "preferences.md")]
+    assert rows(wh, "select distinct model from fct_turns t join dim_sessions s using (session_id) "
+                    "where s.title = 'Token refresh docs'") == [("claude-sonnet-4.5",)]
+    # a second run reads nothing again
+    again = ingest(wh, [sample_home], [user])
+    assert again.n_files_read == 0
+
+
+def test_splitrail_real_flat_chat_session(tmp_path):
+    src = real("Piebald-AI-splitrail", "src", "analyzers", "tests", "source_data", "copilot.json")
+    user = tmp_path / "User"
+    ws = user / "workspaceStorage" / "abc"
+    (ws / "chatSessions").mkdir(parents=True)
+    (ws / "workspace.json").write_text('{"folder": "vscode-remote://ssh-remote%2Bsample/home/sample/workspace/splitrail"}')
+    shutil.copyfile(src, ws / "chatSessions" / "f56f201a-672e-4cc5-ada9-4736258cc586.json")
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [], [user])
+    assert rows(wh, "select title, client, n_turns, n_tool_calls, models from dim_sessions") == [
+        ("Adding a debug option to the application", "vscode", 3, 13,
+         ["generic-copilot/litellm/anthropic/claude-haiku-4.5"])]
+    assert rows(wh, "select tool_name, count(*) from fct_tool_calls group by 1 order by 1") == [
+        ("grep_search", 5), ("read_file", 8)]
+    assert rows(wh, "select path from dim_files order by 1") == [
+        ("README.md",), ("src/config.rs",), ("src/main.rs",), ("src/upload.rs",), ("src/utils.rs",),
+        ("src/watcher.rs",)]
+    assert rows(wh, "select user_message from fct_turns where turn_index = 0") == [
+        ("Does this application have a debug option",)]
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_flat_chat_file_with_or_without_bom(tmp_path, bom):
+    p = tmp_path / "s1.json"
+    p.write_bytes(bom + json.dumps({"version": 3, "sessionId": "s1", "creationDate": 1, "requests": [
+        {"requestId": "r", "timestamp": 1000, "message": {"text": "hi"}, "response": "old string response"}]}).encode())
+    res = read_chat_session(Source(str(p), "chat_session", "s1"), ctx(), None)
+    assert res.rejects == []
+    assert [(r["event_type"], r["content"]) for r in res.rows["stg_events"]][1:] == [
+        ("user.message", "hi"), ("assistant.message", "old string response")]
