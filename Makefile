@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 WAREHOUSE ?= data/warehouse.duckdb
 ARGS ?=
 
-.PHONY: help install ingest report demo test lint sample models clean
+.PHONY: help install ingest report demo test lint sample models bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -37,6 +37,10 @@ test: $(STAMP)  ## run the test suite
 lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
 	$(VENV)/bin/ruff check pipeline tests
 	$(VENV)/bin/sqlfluff lint sql
+
+SIZE ?= 1024
+bench: $(STAMP)  ## timings and peak memory on a SIZE-MB synthetic corpus (SIZES=256,512,1024 for scaling)
+	$(PY) -m pipeline.bench --size-mb $(SIZE) $(if $(SIZES),--sizes $(SIZES),)
 
 sample: $(STAMP)  ## regenerate the synthetic sample corpus under data/sample/
 	$(PY) -m pipeline.sample data/sample

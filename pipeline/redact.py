@@ -2,8 +2,8 @@
 
 Patterns follow the gitleaks / GitHub secret-scanning token formats. Each match is replaced by
 ``[REDACTED:<kind>]`` so a reader can still see that something was there and what it was.
-Each rule runs only when one of its trigger substrings occurs in the lower-cased text, so most
-texts cost a few substring searches and no regex at all.
+Each rule is tried only where one of its anchors occurs in the lower-cased text, so most texts cost
+a few substring searches and no regex at all.
 """
 
 from __future__ import annotations
@@ -11,31 +11,36 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-# (kind, pattern, substrings one of which must be in the lower-cased text for the rule to run)
-_RULES: list[tuple[str, str, tuple[str, ...]]] = [
+# (kind, pattern, anchors, offset): every match of a rule starts ``offset`` characters after one of
+# its anchors (lower-case literals). The text is searched for anchors with str.find, and the regex
+# is only tried where one occurs: a long tool output with no anchor costs a few C-speed scans.
+_RULES: list[tuple[str, str, tuple[str, ...], int]] = [
     ("private_key", r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?"
-                    r"(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|\Z)", ("private key",)),
-    ("github_token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    ("github_pat", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b", ("github_pat_",)),
+                    r"(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|\Z)", ("-----begin",), 0),
+    ("github_token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b",
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), 0),
+    ("github_pat", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b", ("github_pat_",), 0),
     ("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
-     ("akia", "asia", "abia", "acca", "a3t")),
-    ("slack_token", r"\bxox[abposr]-(?:[A-Za-z0-9]+-?){2,}[A-Za-z0-9]+\b", ("xox",)),
-    ("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}", ("hooks.slack",)),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyj",)),
-    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}\b", ("t3blbkfj",)),
-    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}\b", ("sk-ant-",)),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}\b", ("aiza",)),
-    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b", ("_live_", "_test_")),
-    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",)),
+     ("akia", "asia", "abia", "acca", "a3t"), 0),
+    ("slack_token", r"\bxox[abposr]-(?:[A-Za-z0-9]+-?){2,}[A-Za-z0-9]+\b", ("xox",), 0),
+    ("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}",
+     ("https://hooks.slack",), 0),
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyj",), 0),
+    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}\b", ("sk-",), 0),
+    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}\b", ("sk-ant-",), 0),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}\b", ("aiza",), 0),
+    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
+     ("sk_live_", "sk_test_", "rk_live_", "rk_test_"), 0),
+    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",), 0),
     # scheme://user:password@host  (keeps scheme, user and host)
-    ("connection_string_password", r"(?<=://)[^\s:/@'\"]{1,128}:(?P<v>[^\s@/'\"]{1,256})(?=@)", ("://",)),
+    ("connection_string_password", r"(?<=://)[^\s:/@'\"]{1,128}:(?P<v>[^\s@/'\"]{1,256})(?=@)", ("://",), 3),
     # password=..., token: "...", api_key = '...', client_secret=...: the value goes, the name stays
     ("assignment", r"(?i:(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth)"
                    r"[\"']?[ \t]{0,3}[:=][ \t]{0,3}(?P<q>[\"']?)(?P<v>[^\s\"',;&]{6,})(?P=q))",
-     ("password", "passwd", "pwd", "secret", "token", "api", "access", "auth")),
-    ("bearer_token", r"(?i:\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/=-]{16,}))", ("bearer",)),
+     ("password", "passwd", "pwd", "secret", "token", "api", "access", "auth"), 0),
+    ("bearer_token", r"(?i:\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/=-]{16,}))", ("bearer",), 0),
 ]
-_COMPILED = [(kind, re.compile(pat), triggers) for kind, pat, triggers in _RULES]
+_COMPILED = [(kind, re.compile(pat), anchors, offset) for kind, pat, anchors, offset in _RULES]
 _VALUE_KINDS = {"connection_string_password", "assignment", "bearer_token"}
 _PLACEHOLDER = re.compile(r"^(?:\*+|x+|\.{3}|<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\[REDACTED:[a-z_]+\]"
                           r"|your[_-]?\w*|changeme|null|none|true|false|undefined|example\w*|redacted)$",
@@ -54,13 +59,38 @@ class Redactor:
         return sum(self.counts.values())
 
     def __call__(self, text):
-        if not self.enabled or not text or not isinstance(text, str):
+        if not self.enabled or not isinstance(text, str) or len(text) < 6:
             return text
         low = text.lower()
-        for kind, rx, triggers in _COMPILED:
-            if any(t in low for t in triggers):
+        if len(low) != len(text):  # a few Unicode characters change length in lower case: scan rule by rule
+            for kind, rx, _anchors, _offset in _COMPILED:
                 text = rx.sub(lambda m, k=kind: self._replace(m, k), text)
-        return text
+            return text
+        hits = []
+        for kind, rx, anchors, offset in _COMPILED:
+            for anchor in anchors:
+                pos = low.find(anchor)
+                while pos != -1:
+                    m = rx.match(text, pos + offset)
+                    if m:
+                        hits.append((m.start(), -m.end(), kind, m))
+                    pos = low.find(anchor, pos + 1)
+        if not hits:
+            return text
+        # a known token format wins over a generic `name=value` match that overlaps it
+        # (GITHUB_TOKEN=ghp_... is a github_token), then earlier and longer matches win
+        hits.sort(key=lambda h: (h[2] in _VALUE_KINDS, h[0], h[1]))
+        chosen: list[tuple[int, int, str, re.Match]] = []
+        for start, neg_end, kind, m in hits:
+            if all(-neg_end <= s or start >= e for s, e, _k, _m in chosen):
+                chosen.append((start, -neg_end, kind, m))
+        out, last = [], 0
+        for start, end, kind, m in sorted(chosen, key=lambda c: c[0]):
+            out.append(text[last:start])
+            out.append(self._replace(m, kind))
+            last = end
+        out.append(text[last:])
+        return "".join(out)
 
     def _replace(self, m: re.Match, kind: str) -> str:
         if kind in _VALUE_KINDS:

@@ -75,7 +75,8 @@ STAGING = [
         ("mcp_server_name", "VARCHAR", "`mcpServerName` of MCP tool calls."),
         ("output_tokens", "BIGINT", "`outputTokens` of assistant.message."),
         ("request_id", "VARCHAR", "`requestId` of assistant.message."),
-        ("extra", "VARCHAR", "The rest of `data` as JSON (never reasoning text or transformedContent)."),
+        ("extra", "VARCHAR", "The rest of `data` as JSON (never reasoning text or transformedContent; "
+                             "result.detailedContent only where it differs from result.content)."),
         ("_source_path", "VARCHAR", "File the row was read from."),
         ("_source_line", "BIGINT", "1-based physical line where the event starts."),
         ("_source_offset", "BIGINT", "Byte offset where the event starts."),

@@ -34,3 +34,20 @@ def test_code_and_placeholders_are_left_alone(text):
 
 def test_disabled_redactor_keeps_text():
     assert Redactor(enabled=False)(f"x {GH}") == f"x {GH}"
+
+
+def test_a_known_token_format_wins_over_the_generic_assignment_it_sits_in():
+    r = Redactor()
+    assert r(f"export GITHUB_TOKEN={GH} and password=hunter2!") == \
+        "export GITHUB_TOKEN=[REDACTED:github_token] and password=[REDACTED:assignment]"
+    assert dict(r.counts) == {"github_token": 1, "assignment": 1}
+
+
+def test_text_whose_lower_case_changes_length_is_still_redacted():
+    r = Redactor()
+    assert r(f"İstanbul {GH}") == "İstanbul [REDACTED:github_token]"
+
+
+def test_long_text_without_anchors_is_returned_unchanged():
+    text = "def f(x):\n    return x + 1\n" * 10_000
+    assert Redactor()(text) is text

@@ -86,7 +86,9 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
     if etype in _REASONING_TYPES:
         extra.pop("content", None)
     if isinstance(result, dict):
-        rest = {k: v for k, v in result.items() if k != "content"}
+        # detailedContent usually repeats content word for word: kept only when it says more
+        rest = {k: v for k, v in result.items()
+                if k != "content" and not (k == "detailedContent" and v == result.get("content"))}
         if rest:
             extra["result"] = rest
     if isinstance(error, dict):

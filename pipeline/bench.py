@@ -1,0 +1,312 @@
+"""``make bench``: a large synthetic corpus and the timings the performance targets are read from.
+
+    python -m pipeline.bench [--size-mb 1024] [--sizes 256,512,1024] [--dir data/bench]
+
+Each step runs as its own process (wall time and that process's peak RSS from ``wait4``):
+  (a) floor   one DuckDB query that parses every events.jsonl and extracts the fields the star
+              schema uses, writing nothing;
+  (b) naive   a plain-Python loader (json.loads per line, turns and tool calls into SQLite);
+  (c) full    ``ingest --full`` of the corpus;
+  (d) no-op   ``ingest`` again, nothing changed;
+  (e) grown   ``ingest`` after 1% of the logs grew (then the logs are cut back);
+  (f) report  ``report`` (parquet + wiki).
+Ratios are printed against (a) and (b) measured in the same run, so a noisy machine moves both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+NS = uuid.UUID("0b3f6f0e-5d55-4a57-9a55-1f2f1c1c0b0e")
+WORDS = ["token", "refresh", "cart", "checkout", "parser", "lexer", "config", "service", "endpoint", "cache",
+         "retry", "timeout", "queue", "worker", "schema", "migration", "index", "query", "report", "export",
+         "import", "session", "user", "login", "auth", "billing", "invoice"]
+SYSTEM_PROMPT = ("You are the GitHub Copilot CLI, a terminal assistant built by GitHub. " * 700)[:56000]
+
+
+def _iso(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def _code(rng: random.Random, n_lines: int) -> str:
+    return "\n".join(f"{i + 1}. {'    ' * rng.randint(0, 3)}{rng.choice(WORDS)}_{rng.choice(WORDS)} = "
+                     f"{rng.choice(WORDS)}({rng.randint(0, 999)})  # {rng.choice(WORDS)} {rng.choice(WORDS)}"
+                     for i in range(n_lines))
+
+
+def session_log(rng: random.Random, sid: str, start: datetime, target_bytes: int, project: str) -> tuple[str, int]:
+    """One realistic events.jsonl of about ``target_bytes``; returns (text, number of prompts)."""
+    lines, t, prev, n, prompts = [], start, None, 0, 0
+    files = [f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py" for _ in range(12)]
+
+    def add(etype, data, secs=1.0):
+        nonlocal t, prev, n
+        t += timedelta(seconds=secs)
+        n += 1
+        eid = str(uuid.uuid5(NS, f"{sid}:{n}"))
+        lines.append(json.dumps({"type": etype, "data": data, "id": eid, "timestamp": _iso(t), "parentId": prev}))
+        prev = eid
+        return len(lines[-1]) + 1
+
+    size = add("session.start", {"sessionId": sid, "version": 1, "producer": "copilot-agent",
+                                 "copilotVersion": "1.0.78", "startTime": _iso(t),
+                                 "context": {"cwd": project, "gitRoot": project, "branch": "main"}}, 0)
+    size += add("system.message", {"role": "system", "content": SYSTEM_PROMPT})
+    while size < target_bytes:
+        prompts += 1
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 40)))
+        size += add("user.message", {"content": text, "transformedContent": f"<current_datetime/>{text}",
+                                     "attachments": [], "interactionId": str(uuid.uuid5(NS, f"{sid}:i{prompts}"))})
+        for turn in range(rng.randint(1, 6)):
+            size += add("assistant.turn_start", {"turnId": str(turn)})
+            calls = []
+            for _ in range(rng.randint(0, 4)):
+                tool = rng.choice(["view", "view", "edit", "bash", "grep", "create"])
+                path = f"{project}/{rng.choice(files)}"
+                args = {"view": {"path": path}, "edit": {"path": path, "old_str": "a", "new_str": "b"},
+                        "create": {"path": path, "file_text": _code(rng, 20)},
+                        "bash": {"command": f"pytest -q {rng.choice(files)}", "description": "run tests"},
+                        "grep": {"pattern": rng.choice(WORDS), "path": "src"}}[tool]
+                calls.append((f"toolu_{uuid.uuid5(NS, f'{sid}:{n}:{len(calls)}').hex[:24]}", tool, args))
+            size += add("assistant.message", {
+                "messageId": str(uuid.uuid5(NS, f"{sid}:m{n}")), "model": "claude-sonnet-4.6",
+                "content": "" if calls and rng.random() < 0.5 else " ".join(rng.choice(WORDS) for _ in range(60)),
+                "toolRequests": [{"toolCallId": c, "name": tool, "arguments": args, "type": "function"}
+                                 for c, tool, args in calls],
+                "outputTokens": rng.randint(20, 900), "reasoningText": "thinking " * 40})
+            for c, tool, args in calls:
+                size += add("tool.execution_start", {"toolCallId": c, "toolName": tool, "arguments": args}, 0.1)
+            for c, _tool, _args in calls:
+                big = rng.random() < 0.03
+                out = _code(rng, rng.randint(400, 1500) if big else rng.randint(5, 80))
+                ok = rng.random() > 0.05
+                data = {"toolCallId": c, "success": ok, "model": "claude-sonnet-4.6"}
+                if ok:
+                    data["result"] = {"content": out, "detailedContent": out}
+                else:
+                    data["error"] = {"message": "command failed", "code": "failure"}
+                size += add("tool.execution_complete", data, 0.5)
+            size += add("assistant.turn_end", {"turnId": str(turn)}, 0.1)
+    add("session.shutdown", {"shutdownType": "routine", "sessionStartTime": int(start.timestamp() * 1000),
+                             "modelMetrics": {"claude-sonnet-4.6": {"requests": {"count": prompts * 3, "cost": 1},
+                                                                     "usage": {"inputTokens": 90000 * prompts,
+                                                                               "outputTokens": 2000 * prompts,
+                                                                               "cacheReadTokens": 50000,
+                                                                               "cacheWriteTokens": 0}}}})
+    return "\n".join(lines) + "\n", prompts
+
+
+def generate(out: Path, size_mb: int, seed: int = 7) -> Path:
+    """About ``size_mb`` MB of events.jsonl over ~5 sessions per MB, a matching session-store.db and VS Code data."""
+    marker = out / "corpus.json"
+    if marker.is_file() and json.loads(marker.read_text()).get("size_mb") == size_mb:
+        return out
+    if out.exists():
+        shutil.rmtree(out)
+    rng = random.Random(seed)
+    home = out / "copilot-home"
+    (home / "session-state").mkdir(parents=True)
+    n_sessions = max(10, size_mb * 5)
+    per = size_mb * 1024 * 1024 // n_sessions
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    store_rows = []
+    for i in range(n_sessions):
+        sid = str(uuid.uuid5(NS, f"s{i}"))
+        project = f"/home/dev/project-{i % 25:02d}"
+        start = t0 + timedelta(hours=7 * i)
+        text, prompts = session_log(rng, sid, start, int(per * rng.uniform(0.3, 1.7)), project)
+        folder = home / "session-state" / sid
+        folder.mkdir()
+        (folder / "events.jsonl").write_text(text, encoding="utf-8")
+        (folder / "workspace.yaml").write_text(f"id: {sid}\ncwd: {project}\nname: session {i}\n", encoding="utf-8")
+        store_rows.append((sid, project, start, prompts))
+    con = sqlite3.connect(home / "session-store.db")
+    con.execute("pragma journal_mode=wal")
+    con.execute("create table sessions (id text primary key, cwd text, summary text, created_at text)")
+    con.execute("create table turns (id integer primary key, session_id text, turn_index int, user_message text, "
+                "assistant_response text, timestamp text)")
+    con.execute("create table session_files (id integer primary key, session_id text, file_path text, "
+                "tool_name text, turn_index int, first_seen_at text)")
+    con.executemany("insert into sessions values (?, ?, ?, ?)",
+                    [(s, p, f"session {s[:8]}", st.strftime("%Y-%m-%d %H:%M:%S")) for s, p, st, _ in store_rows])
+    con.executemany("insert into turns (session_id, turn_index, user_message, assistant_response, timestamp) "
+                    "values (?, ?, ?, ?, ?)",
+                    [(s, k, "prompt", "answer", st.strftime("%Y-%m-%d %H:%M:%S"))
+                     for s, _p, st, n in store_rows[: len(store_rows) // 3] for k in range(n)])
+    con.commit()
+    con.close()
+    user = out / "vscode-user" / "workspaceStorage" / "bench"
+    (user / "chatSessions").mkdir(parents=True)
+    (user / "workspace.json").write_text('{"folder": "file:///home/dev/project-00"}')
+    for i in range(max(1, n_sessions // 50)):
+        reqs = [{"requestId": f"r{i}-{k}", "timestamp": int(t0.timestamp() * 1000) + k * 60000,
+                 "message": {"text": " ".join(rng.choice(WORDS) for _ in range(12))}, "modelId": "copilot/gpt-5.2",
+                 "response": [{"value": _code(rng, 30)}]} for k in range(rng.randint(1, 8))]
+        doc = {"version": 3, "sessionId": f"vs-{i}", "creationDate": int(t0.timestamp() * 1000), "requests": reqs}
+        (user / "chatSessions" / f"vs-{i}.json").write_text(json.dumps(doc), encoding="utf-8")
+    marker.write_text(json.dumps({"size_mb": size_mb, "sessions": n_sessions, "seed": seed}))
+    return out
+
+
+# ------------------------------------------------------------------------------------ measuring
+FLOOR_SQL = """
+select count(*), count(distinct session_id), sum(length(content)), count(tool_call_id), count(tool_name),
+       sum(length(arguments)), count(success), sum(length(result_content)), count(model), count(ts)
+from (
+    select regexp_extract(filename, '([^/]+)/events\\.jsonl$', 1) as session_id, type, timestamp as ts,
+           json_extract_string(data, '$.content') as content,
+           json_extract_string(data, '$.toolCallId') as tool_call_id,
+           json_extract_string(data, '$.toolName') as tool_name,
+           json_extract(data, '$.arguments')::varchar as arguments,
+           json_extract(data, '$.success')::varchar as success,
+           json_extract_string(data, '$.result.content') as result_content,
+           json_extract_string(data, '$.model') as model
+    from read_json(?, format = 'newline_delimited', filename = true, maximum_object_size = 67108864,
+                   columns = {type: 'VARCHAR', data: 'JSON', id: 'VARCHAR', timestamp: 'VARCHAR', parentId: 'VARCHAR'})
+)
+"""
+
+NAIVE = r'''
+import json, sqlite3, sys, glob
+db = sqlite3.connect(sys.argv[2])
+db.execute("create table turns (session_id text, turn_index int, user_message text, started_at text)")
+db.execute("create table tool_calls (session_id text, tool_call_id text, tool_name text, success int, ts text)")
+for path in sorted(glob.glob(sys.argv[1] + "/*/events.jsonl")):
+    sid = path.split("/")[-2]
+    turns, calls, idx = [], [], -1
+    with open(path, encoding="utf-8", newline="\n") as fh:
+        for line in fh:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            d = ev.get("data") or {}
+            if ev.get("type") == "user.message":
+                idx += 1
+                turns.append((sid, idx, d.get("content"), ev.get("timestamp")))
+            elif ev.get("type") == "tool.execution_complete":
+                calls.append((sid, d.get("toolCallId"), d.get("toolName"), d.get("success"), ev.get("timestamp")))
+    db.executemany("insert into turns values (?, ?, ?, ?)", turns)
+    db.executemany("insert into tool_calls values (?, ?, ?, ?, ?)", calls)
+db.commit()
+'''
+
+
+def run(cmd: list[str]) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS (MB) of exactly this process tree's main process, exit code."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        print(f"  {' '.join(cmd[:4])}... failed ({code}): {err.strip().splitlines()[-1:] or ''}", file=sys.stderr)
+    return seconds, usage.ru_maxrss / 1024, code
+
+
+def grow(home: Path, fraction: float = 0.01) -> list[tuple[Path, int]]:
+    """Append a few events to ``fraction`` of the logs; returns (file, original size) to undo it."""
+    logs = sorted((home / "session-state").glob("*/events.jsonl"))
+    picked = logs[:: max(1, round(1 / fraction))]
+    undo = []
+    for p in picked:
+        undo.append((p, p.stat().st_size))
+        with open(p, "a", encoding="utf-8") as fh:
+            for k in range(3):
+                fh.write(json.dumps({"type": "user.message", "data": {"content": f"grown {k}"},
+                                     "id": f"grown-{k}", "timestamp": "2027-01-01T00:00:00.000Z"}) + "\n")
+    return undo
+
+
+def bench(corpus: Path, out: Path) -> list[dict]:
+    home, user = corpus / "copilot-home", corpus / "vscode-user"
+    logs_mb = sum(p.stat().st_size for p in home.glob("session-state/*/events.jsonl")) / 1e6
+    wh = out / "bench.duckdb"
+    out.mkdir(parents=True, exist_ok=True)
+    for p in (wh, out / "naive.sqlite"):
+        if p.exists():
+            p.unlink()
+    py = sys.executable
+    glob = str(home / "session-state" / "*" / "events.jsonl")
+    steps = []
+
+    def step(name, cmd):
+        secs, rss, code = run(cmd)
+        steps.append({"step": name, "seconds": secs, "rss_mb": rss, "ok": code == 0})
+
+    step("(a) floor: DuckDB parses every events.jsonl",
+         [py, "-c", "import duckdb,sys; c=duckdb.connect(); c.execute(sys.argv[1], [sys.argv[2]]).fetchall()",
+          FLOOR_SQL, glob])
+    step("(b) naive loader: json.loads per line into SQLite",
+         [py, "-c", NAIVE, str(home / "session-state"), str(out / "naive.sqlite")])
+    ingest = [py, "-m", "pipeline", "ingest", "--copilot-home", str(home), "--vscode-user", str(user),
+              "--warehouse", str(wh), "--quiet"]
+    step("(c) full ingest", [*ingest, "--full"])
+    step("(d) no-op re-ingest", ingest)
+    undo = grow(home)
+    try:
+        step("(e) ingest after 1% of the logs grew", ingest)
+    finally:
+        for p, size in undo:
+            with open(p, "r+b") as fh:
+                fh.truncate(size)
+    step("(f) report", [py, "-m", "pipeline", "report", "--warehouse", str(wh), "--out", str(out / "report"),
+                        "--quiet"])
+    floor, naive = steps[0]["seconds"], steps[1]["seconds"]
+    for s in steps:
+        s["mb_per_s"] = logs_mb / s["seconds"] if s["seconds"] else 0
+        s["x_floor"] = s["seconds"] / floor
+        s["x_naive"] = s["seconds"] / naive
+    return [{"logs_mb": logs_mb, **s} for s in steps]
+
+
+def print_table(size_mb: int, rows: list[dict]) -> None:
+    print(f"\ncorpus {size_mb} MB requested, {rows[0]['logs_mb']:.0f} MB of events.jsonl")
+    print(f"{'step':<48} {'seconds':>8} {'MB/s':>7} {'peak RSS MB':>12} {'x floor':>8} {'x naive':>8}")
+    for r in rows:
+        flag = "" if r["ok"] else "  FAILED"
+        print(f"{r['step']:<48} {r['seconds']:>8.1f} {r['mb_per_s']:>7.1f} {r['rss_mb']:>12.0f} "
+              f"{r['x_floor']:>8.2f} {r['x_naive']:>8.2f}{flag}")
+    full, noop, grown, report = (rows[i]["seconds"] for i in (2, 3, 4, 5))
+    print("targets: full <= 3x floor: {:.2f}x; full <= naive: {:.2f}x; no-op <= 5% of full: {:.1%}; "
+          "1%-grown <= 10% of full: {:.1%}; report <= full: {:.2f}x; peak RSS <= 2048 MB: {:.0f} MB".format(
+              rows[2]["x_floor"], rows[2]["x_naive"], noop / full, grown / full, report / full,
+              max(r["rss_mb"] for r in rows[2:])))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pipeline.bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size-mb", type=int, default=1024, help="events.jsonl volume of the corpus (default 1024)")
+    ap.add_argument("--sizes", default="", help="comma-separated sizes to run in turn, e.g. 256,512,1024")
+    ap.add_argument("--dir", type=Path, default=REPO / "data" / "bench")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s] or [args.size_mb]
+    results = {}
+    for size in sizes:
+        t = time.perf_counter()
+        corpus = generate(args.dir / f"corpus-{size}mb", size)
+        print(f"corpus {size} MB ready in {time.perf_counter() - t:.0f}s at {corpus}", flush=True)
+        results[size] = bench(corpus, args.dir / f"run-{size}mb")
+        print_table(size, results[size])
+    if len(sizes) > 1:
+        print("\npeak RSS of the full ingest by corpus size: " + ", ".join(
+            f"{s} MB -> {results[s][2]['rss_mb']:.0f} MB" for s in sizes))
+    (args.dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    return 0 if all(r["ok"] for rows in results.values() for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
