@@ -1,13 +1,19 @@
 """SVG charts for the wiki, drawn with matplotlib, byte-for-byte reproducible.
 
-Reproducible: no date in the SVG metadata, a fixed hash salt for element ids, glyphs as paths
-(no font lookup at view time), and inputs sorted by the caller.
+Reproducible: no date in the SVG metadata, a fixed hash salt for element ids, text as SVG text,
+and inputs sorted by the caller. Each SVG carries a digest of the data it was drawn from; a chart
+whose data did not change is not drawn again, and many charts are drawn on several cores.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import multiprocessing
+import re
+from concurrent.futures import ProcessPoolExecutor
 from datetime import date, timedelta
+from pathlib import Path
 
 PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
 
@@ -19,7 +25,7 @@ def _plt():
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({
-        "svg.hashsalt": "copilot-warehouse", "svg.fonttype": "path", "font.size": 9,
+        "svg.hashsalt": "copilot-warehouse", "svg.fonttype": "none", "font.size": 9,
         "axes.spines.top": False, "axes.spines.right": False, "axes.titleweight": "bold",
         "axes.titlesize": 10, "figure.dpi": 100,
     })
@@ -28,7 +34,8 @@ def _plt():
 
 def _svg(fig) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    # margins are set by each chart (no bbox_inches="tight": it draws every chart twice)
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     _plt().close(fig)
     return buf.getvalue()
 
@@ -42,7 +49,7 @@ def weekly_activity(weeks: list[date], prompts: list[int], tool_calls: list[int]
         span = (weeks[-1] - weeks[0]).days // 7 + 1
         weeks = [weeks[0] + timedelta(days=7 * i) for i in range(span)]
         prompts, tool_calls, failed = (list(v) for v in zip(*(have.get(w, (0, 0, 0)) for w in weeks), strict=True))
-    fig, ax = plt.subplots(figsize=(7.5, 2.6))
+    fig, ax = plt.subplots(figsize=(7.5, 3.0))
     x = list(range(len(weeks)))
     width = 0.4
     ax.bar([i - width / 2 for i in x], prompts, width, label="prompts", color=PALETTE[0])
@@ -53,7 +60,8 @@ def weekly_activity(weeks: list[date], prompts: list[int], tool_calls: list[int]
     ax.set_xticks(x[::step], [w.isoformat() for w in weeks][::step], rotation=30, ha="right")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("Activity per week")
-    ax.legend(frameon=False, ncols=3, loc="upper left", bbox_to_anchor=(0, -0.35))
+    ax.legend(frameon=False, ncols=3, loc="upper left", bbox_to_anchor=(0, -0.5))
+    fig.subplots_adjust(left=0.07, right=0.98, top=0.9, bottom=0.38)
     return _svg(fig)
 
 
@@ -67,9 +75,14 @@ def horizontal_bars(labels: list[str], values: list[float], title: str, xlabel: 
     if highlight:
         ax.barh(y, highlight, color=PALETTE[3], label=highlight_label)
         ax.legend(frameon=False, loc="lower right")
-    ax.set_yticks(y, [_short(s) for s in labels])
+    shown = [_short(s) for s in labels]
+    ax.set_yticks(y, shown)
     ax.set_xlabel(xlabel)
     ax.set_title(title)
+    height = fig.get_size_inches()[1]
+    widest = max((len(s) for s in shown), default=4)
+    fig.subplots_adjust(left=min(0.6, 0.03 + 0.0112 * widest), right=0.97, top=1 - 0.35 / height,
+                        bottom=0.55 / height)
     return _svg(fig)
 
 
@@ -84,8 +97,57 @@ def term_trends(months: list[date], series: dict[str, list[float]], title: str) 
     ax.set_ylabel("weight")
     ax.set_title(title)
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    widest = max((len(t) for t in series), default=4)
+    fig.subplots_adjust(left=0.08, right=min(0.85, 0.97 - 0.0125 * widest - 0.05), top=0.88, bottom=0.12)
     return _svg(fig)
 
 
 def _short(s: str, n: int = 48) -> str:
     return s if len(s) <= n else "…" + s[-(n - 1):]
+
+
+PARALLEL_MIN_CHARTS = 12
+_DIGEST = re.compile(r"<!-- chart-data: ([0-9a-f]{32}) -->")
+
+
+def _digest(name: str, args: tuple) -> str:
+    """Of the data, this module's drawing code and the matplotlib version: any change redraws."""
+    import matplotlib
+
+    code = hashlib.md5(Path(__file__).read_bytes()).hexdigest()
+    return hashlib.md5(repr((name, args, code, matplotlib.__version__)).encode()).hexdigest()
+
+
+def _draw(name: str, args: tuple, digest: str) -> str:
+    svg = globals()[name](*args)
+    head, sep, rest = svg.partition("\n")  # after the XML declaration
+    return f"{head}{sep}<!-- chart-data: {digest} -->\n{rest}"
+
+
+def _draw_args(job: tuple) -> str:
+    return _draw(*job)
+
+
+def render_all(specs: dict[str, tuple], out_dir: Path) -> dict[str, str]:
+    """SVG text per chart path: reused from ``out_dir`` when its data digest matches, else drawn."""
+    done, todo = {}, []
+    for rel, (name, args) in sorted(specs.items()):
+        digest = _digest(name, args)
+        path = Path(out_dir) / rel
+        if path.is_file():
+            old = path.read_text(encoding="utf-8")
+            m = _DIGEST.search(old[:400])
+            if m and m.group(1) == digest:
+                done[rel] = old
+                continue
+        todo.append((rel, (name, args, digest)))
+    if len(todo) >= PARALLEL_MIN_CHARTS and (multiprocessing.cpu_count() or 1) > 1:
+        with ProcessPoolExecutor(max_workers=min(multiprocessing.cpu_count(), 8),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            for (rel, _job), svg in zip(todo, pool.map(_draw_args, [job for _rel, job in todo], chunksize=2),
+                                        strict=True):
+                done[rel] = svg
+    else:
+        for rel, job in todo:
+            done[rel] = _draw(*job)
+    return done

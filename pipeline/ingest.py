@@ -7,6 +7,7 @@ import logging
 import os
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -14,23 +15,22 @@ from pathlib import Path
 
 import orjson
 import polars as pl
+import pyarrow as pa
 
 from . import extract  # noqa: F401  (registers the readers)
 from .checks import ChecksFailed, all_checks, run_checks
-from .extract.base import READERS, Context, Prior, Source, stat_fingerprint
+from .extract.base import READERS, Prior, Source, stat_fingerprint
 from .extract.cli_home import discover_copilot_home
-from .extract.events import tail_digest
+from .extract.parallel import Read, read_all
 from .extract.store import store_fingerprint
 from .extract.vscode import discover_vscode_user
 from .models import run_models
-from .redact import Redactor
 from .schema import STAGING, STAR
 from .transform.star import build_star, conform, memories
 from .warehouse import arrow_schema, connect, drop_all, ensure_schema, to_arrow
 
 log = logging.getLogger(__name__)
 
-APPEND_KINDS = {"events", "legacy_jsonl", "transcript"}
 SESSION_BATCH = 400
 FACT_TABLES = [t.name for t in STAR if t.name.startswith("fct_") or t.name == "dim_sessions"]
 
@@ -128,7 +128,9 @@ def _delete_rejects(con, path: str) -> None:
 
 
 def _insert(con, table: str, rows_or_frame) -> int:
-    if isinstance(rows_or_frame, pl.DataFrame):
+    if isinstance(rows_or_frame, pa.Table):
+        tbl = rows_or_frame
+    elif isinstance(rows_or_frame, pl.DataFrame):
         tbl = conform(rows_or_frame, table).to_arrow().cast(arrow_schema(table))
     else:
         tbl = to_arrow(table, rows_or_frame)
@@ -148,22 +150,24 @@ class Buffer:
     def __init__(self, con, limit: int = 50_000):
         self.con, self.limit, self.rows, self.n = con, limit, {}, 0
 
-    def add(self, table: str, rows: list[dict]) -> int:
-        self.rows.setdefault(table, []).extend(rows)
-        self.n += len(rows)
+    def add(self, table: str, rows: list[dict] | pa.Table) -> int:
+        tbl = rows if isinstance(rows, pa.Table) else to_arrow(table, rows)
+        if tbl.num_rows:
+            self.rows.setdefault(table, []).append(tbl)
+            self.n += tbl.num_rows
         if self.n >= self.limit:
             self.flush()
-        return len(rows)
+        return tbl.num_rows
 
     def flush(self) -> None:
-        for table, rows in self.rows.items():
-            _insert(self.con, table, rows)
+        for table, tables in self.rows.items():
+            _insert(self.con, table, pa.concat_tables(tables))
         self.rows, self.n = {}, 0
 
 
 def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[Path] | None = None, *,
            full: bool = False, redact: bool = True, now: datetime | None = None,
-           progress: Callable[[int, int, str], None] | None = None) -> RunSummary:
+           progress: Callable[[int, int, str], None] | None = None, workers: int | None = None) -> RunSummary:
     vscode_users = vscode_users or []
     check_sources(copilot_homes, vscode_users)
     started = time.perf_counter()
@@ -171,8 +175,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     run_id = new_run_id(now)
     roots = [str(Path(p).resolve()) for p in [*copilot_homes, *vscode_users]]
     summary = RunSummary(run_id, "full" if full else "incremental", roots)
-    redactor = Redactor(enabled=redact)
-    ctx = Context(run_id=run_id, redact=redactor)
+    redactions: Counter[str] = Counter()
 
     con = connect(warehouse)
     try:
@@ -185,11 +188,18 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
         affected: set[str] = set()
         seen: set[str] = set()
         buffer = Buffer(con)
-        for i, src in enumerate(sources):
+        jobs, planned = [], []
+        for src in sources:
             seen.add(src.path)
+            plan = _plan_source(con, src, priors.get(src.path), summary, affected)
+            if plan is not None:
+                jobs.append((src, plan[2][0] if plan[2] else None))
+                planned.append(plan)
+        for i, (read, plan) in enumerate(zip(read_all(jobs, run_id, redact, workers), planned, strict=True)):
             if progress:
-                progress(i, len(sources), src.path)
-            affected |= _ingest_source(con, src, ctx, priors.get(src.path), summary, buffer)
+                progress(i, len(jobs), read.source.path)
+            redactions.update(read.redactions)
+            affected |= _apply_read(con, read, plan, run_id, summary, buffer)
         buffer.flush()
         affected |= _mark_gone(con, roots, seen, priors, summary)
         summary.n_sessions_changed = len(affected)
@@ -200,8 +210,8 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             if failures:
                 raise ChecksFailed(failures)
             summary.n_checks_run = len(all_checks())
-        summary.n_redactions = redactor.total
-        summary.redactions = dict(sorted(redactor.counts.items()))
+        summary.n_redactions = sum(redactions.values())
+        summary.redactions = dict(sorted(redactions.items()))
         for t in STAR:
             summary.tables[t.name] = con.execute(f'select count(*) from "{t.name}"').fetchone()[0]
         summary.seconds = time.perf_counter() - started
@@ -220,59 +230,58 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     return summary
 
 
-def _ingest_source(con, src: Source, ctx: Context, prior_info, summary: RunSummary, buffer: Buffer) -> set[str]:
+def _plan_source(con, src: Source, prior_info, summary: RunSummary, affected: set[str]):
+    """None when the source needs no reading (unchanged, or no reader); else (fingerprint, size, prior_info)."""
     fp, size = _fingerprint(src)
-    prior, _present, _sid = prior_info if prior_info else (None, False, None)
+    prior, present, _sid = prior_info if prior_info else (None, False, None)
     if prior is not None and prior.fingerprint == fp:
         summary.n_files_unchanged += 1
-        if not _present:
+        if not present:  # it came back: its rows count as present again
             con.execute("update _source_files set is_present = true where source_path = ?", [src.path])
-            return _staged_sessions(con, src.path, src.session_id)
-        return set()
-    read = READERS.get(src.kind)
-    if read is None:
+            affected |= _staged_sessions(con, src.path, src.session_id)
+        return None
+    if src.kind not in READERS:
         summary.unknown_kinds[src.kind] = summary.unknown_kinds.get(src.kind, 0) + 1
         log.warning("%s: no reader for %s files yet; not read", src.path, src.kind)
-        return set()
+        return None
+    return fp, size, prior_info
+
+
+def _apply_read(con, read: Read, plan, run_id: str, summary: RunSummary, buffer: Buffer) -> set[str]:
+    """Stage what a reader read from one source, replacing what an earlier run staged from it."""
+    src, res = read.source, read.result
+    fp, size, prior_info = plan
+    prior = prior_info[0] if prior_info else None
     before = _staged_sessions(con, src.path, src.session_id) if prior is not None else set()
-    try:
-        res = read(src, ctx, prior)
-    except (OSError, ValueError, UnicodeError) as exc:
-        log.warning("%s: could not be read: %s", src.path, exc)
-        res = None
-        reason = f"could not be read: {type(exc).__name__}: {exc}"
     if res is None:
+        log.warning("%s: %s", src.path, read.error)
         _delete_rejects(con, src.path)  # rows read earlier are kept: nothing is lost to a damaged file
         _insert(con, "_rejects", [{"source_path": src.path, "position": "file", "line_number": None,
-                                   "byte_offset": None, "reason": reason, "excerpt": "", "_run_id": ctx.run_id}])
+                                   "byte_offset": None, "reason": read.error, "excerpt": "", "_run_id": run_id}])
         summary.n_rejects += 1
-        _record_source(con, buffer, prior is not None, src, fp, size, ctx.run_id)
+        _record_source(con, buffer, prior is not None, src, fp, size, run_id)
         return before
     if res.skipped_reason:
         summary.n_files_skipped += 1
         log.warning("%s: %s", src.path, res.skipped_reason)
         return set()
-    unreadable = not res.rows and any(r["position"] == "file" for r in res.rejects)
+    unreadable = not read.tables and any(r["position"] == "file" for r in res.rejects)
     if prior is None:
         pass  # never staged before: nothing to replace
     elif unreadable:
         _delete_rejects(con, src.path)  # keep what an earlier run read from this file
     elif not res.appended:
         _delete_staged(con, src.path)
-    after: set[str] = set()
-    for table, rows in res.rows.items():
-        summary.n_records += buffer.add(table, rows)
-        after.update(r["session_id"] for r in rows if r.get("session_id"))
+    for table, tbl in read.tables.items():
+        summary.n_records += buffer.add(table, tbl)
     for r in res.rejects:
-        r["_run_id"] = ctx.run_id
-    summary.n_rejects += buffer.add("_rejects", res.rejects)
-    for r in res.rejects:
+        r["_run_id"] = run_id
         log.warning("%s %s: %s", r["source_path"], r["position"], r["reason"])
+    summary.n_rejects += buffer.add("_rejects", res.rejects)
     summary.n_pending_tails += int(res.pending_tail)
     summary.n_files_read += 1
-    tail = tail_digest(src.path, res.last_good_offset) if src.kind in APPEND_KINDS else None
-    _record_source(con, buffer, prior is not None, src, fp, size, ctx.run_id, res, tail)
-    return before | after | ({src.session_id} if src.session_id else set())
+    _record_source(con, buffer, prior is not None, src, fp, size, run_id, res, read.tail)
+    return before | read.sessions | ({src.session_id} if src.session_id else set())
 
 
 def _record_source(con, buffer, known, src, fp, size, run_id, res=None, tail=None) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 
 @dataclass(frozen=True)
 class Column:
@@ -489,3 +491,16 @@ BOOKKEEPING = [
 
 ALL_TABLES = STAGING + STAR + MODELS + BOOKKEEPING
 TABLES = {t.name: t for t in ALL_TABLES}
+
+
+_ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(),
+          "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(), "VARCHAR[]": pa.list_(pa.string()),
+          "DATE": pa.date32()}
+
+
+def arrow_schema(table: str) -> pa.Schema:
+    return pa.schema([(c.name, _ARROW[c.type]) for c in TABLES[table].columns])
+
+
+def to_arrow(table: str, rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=arrow_schema(table))

@@ -6,27 +6,14 @@ import logging
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
-from .schema import ALL_TABLES, TABLES
+from .schema import ALL_TABLES, arrow_schema, to_arrow  # noqa: F401  (re-exported for callers)
 
 log = logging.getLogger(__name__)
-
-_ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(),
-          "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(), "VARCHAR[]": pa.list_(pa.string()),
-          "DATE": pa.date32()}
 
 
 class WarehouseError(Exception):
     """The warehouse cannot be opened or written."""
-
-
-def arrow_schema(table: str) -> pa.Schema:
-    return pa.schema([(c.name, _ARROW[c.type]) for c in TABLES[table].columns])
-
-
-def to_arrow(table: str, rows: list[dict]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=arrow_schema(table))
 
 
 def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:

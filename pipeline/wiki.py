@@ -373,8 +373,9 @@ def runs_page(data: Data) -> str:
 
 
 # ------------------------------------------------------------------------------------ build
-def build_pages(con) -> dict[str, str]:
-    """Every page and chart as {relative path: content}; a pure function of the warehouse."""
+def build_pages(con) -> tuple[dict[str, str], dict[str, tuple]]:
+    """Every page as {relative path: content} and every chart as {relative path: (function, args)};
+    a pure function of the warehouse."""
     data = Data(con)
     files = data.by_project("select * from report_file_importance order by project_id, rank")
     coupling = data.by_project("""select * from report_file_coupling
@@ -401,6 +402,7 @@ def build_pages(con) -> dict[str, str]:
                                "order by session_id, kind, path")
 
     pages: dict[str, str] = {}
+    specs: dict[str, tuple] = {}  # chart path -> (charts function, arguments); drawn by write_wiki
     top_topic = {pid: ts[0]["term"] for pid, ts in topics.items() if ts}
     pages["index.md"] = index_page(data, top_topic)
     charted: set[str] = set()
@@ -408,15 +410,15 @@ def build_pages(con) -> dict[str, str]:
         pid, s = p["project_id"], data.project_slug[p["project_id"]]
         top = files.get(pid, [])[:TOP_FILES]
         if top:
-            pages[f"charts/files-{s}.svg"] = charts.horizontal_bars(
-                [f["path"] for f in top], [f["score"] for f in top], f"Most important files: {p['name']}", "score")
+            specs[f"charts/files-{s}.svg"] = ("horizontal_bars", (
+                [f["path"] for f in top], [f["score"] for f in top], f"Most important files: {p['name']}", "score"))
         months = month_range({t["month"] for t in trends.get(pid, [])})
         if len(months) > 1:
             terms = [t["term"] for t in topics.get(pid, [])[:5]]
             by = {(t["term"], t["month"]): t["weight"] for t in trends[pid]}
-            pages[f"charts/topics-{s}.svg"] = charts.term_trends(
+            specs[f"charts/topics-{s}.svg"] = ("term_trends", (
                 months, {term: [by.get((term, m), 0.0) for m in months] for term in terms},
-                f"Top topics by month: {p['name']}")
+                f"Top topics by month: {p['name']}"))
             charted.add(pid)
         pages[f"projects/{s}.md"] = project_page(data, p, files.get(pid, []), topics.get(pid, []),
                                                  threads.get(pid, []), pid in charted)
@@ -431,24 +433,25 @@ def build_pages(con) -> dict[str, str]:
 
     weekly = data._rows("select week, n_turns, n_tool_calls, n_failed_tool_calls from report_activity_weekly "
                         "order by week")
-    pages["charts/activity.svg"] = charts.weekly_activity(
+    specs["charts/activity.svg"] = ("weekly_activity", (
         [w["week"] for w in weekly], [w["n_turns"] for w in weekly], [w["n_tool_calls"] for w in weekly],
-        [w["n_failed_tool_calls"] for w in weekly])
+        [w["n_failed_tool_calls"] for w in weekly]))
     tools = data._rows("""select tool_name, sum(n_calls) as n, sum(n_failed) as f from report_tool_usage
                           group by tool_name order by n desc, tool_name limit 15""")
-    pages["charts/tools.svg"] = charts.horizontal_bars(
+    specs["charts/tools.svg"] = ("horizontal_bars", (
         [t["tool_name"] for t in tools], [t["n"] for t in tools], "Tool calls by tool", "calls",
-        highlight=[t["f"] for t in tools], highlight_label="failed")
-    return pages
+        [t["f"] for t in tools], "failed"))
+    return pages, specs
 
 
 def write_wiki(warehouse, out_dir) -> WikiResult:
     out_dir = Path(out_dir)
     con = connect(warehouse, read_only=True)
     try:
-        pages = build_pages(con)
+        pages, specs = build_pages(con)
     finally:
         con.close()
+    pages.update(charts.render_all(specs, out_dir))
     result = WikiResult()
     for rel, content in sorted(pages.items()):
         path = out_dir / rel

@@ -167,3 +167,14 @@ def test_column_comments_reach_duckdb(sample_home, tmp_path):
     assert rows(wh, "select comment from duckdb_columns() where table_name = 'fct_turns' "
                     "and column_name = 'user_message'") == [
         ("What the user typed (never transformedContent), redacted.",)]
+
+
+def test_reading_on_several_cores_loads_exactly_what_one_core_loads(sample_home, tmp_path, monkeypatch):
+    from pipeline.extract import parallel
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_SOURCES", 1)
+    one, two = tmp_path / "one.duckdb", tmp_path / "two.duckdb"
+    s1 = ingest(one, [sample_home], workers=1)
+    s2 = ingest(two, [sample_home], workers=2)
+    assert (s1.n_records, s1.n_rejects, s1.redactions) == (s2.n_records, s2.n_rejects, s2.redactions)
+    tables = STAR_TABLES + ["stg_events", "stg_tool_requests", "_rejects"]
+    assert snapshot(one, tables) == snapshot(two, tables)

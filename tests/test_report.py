@@ -101,3 +101,15 @@ def test_text_from_prompts_cannot_break_a_page(sample_home, tmp_path):
     assert "````text\n```\n# not a heading\n<img src=x onerror=alert(1)>\n````" in page
     index = (tmp_path / "wiki" / "index.md").read_text()
     assert "[\\| broken \\<b\\>table\\</b\\> \\`\\`\\`](sessions/evil.md)" in index
+
+
+def test_charts_are_reused_when_their_data_did_not_change(sample_home, tmp_path, monkeypatch):
+    from pipeline import charts
+    wh, _ = _wiki(tmp_path, sample_home)
+
+    def no_drawing(*_args):
+        raise AssertionError("a chart was drawn again although its data did not change")
+    monkeypatch.setattr(charts, "_draw", no_drawing)
+    assert write_wiki(wh, tmp_path / "wiki").written == []
+    svg = (tmp_path / "wiki" / "charts" / "tools.svg").read_text()
+    assert svg.splitlines()[1].startswith("<!-- chart-data: ") and "<text" in svg

@@ -12,6 +12,9 @@ import orjson
 
 from ..redact import Redactor
 
+# Append-only logs: a grown one is read from where the last run stopped.
+APPEND_KINDS = frozenset({"events", "legacy_jsonl", "transcript"})
+
 # Never stored anywhere (CONTRACT.md): dropped wherever they appear in an event's data.
 FORBIDDEN_KEYS = frozenset({"reasoningText", "reasoningOpaque", "encryptedContent", "transformedContent"})
 
