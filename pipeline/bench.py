@@ -118,18 +118,20 @@ def generate(out: Path, size_mb: int, seed: int = 7) -> Path:
     rng = random.Random(seed)
     home = out / "copilot-home"
     (home / "session-state").mkdir(parents=True)
-    n_sessions = max(10, size_mb * 5)
-    per = size_mb * 1024 * 1024 // n_sessions
+    target = size_mb * 1024 * 1024
+    per = 1024 * 1024 // 5  # about 5 sessions per MB, 5,000 per GB
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    store_rows = []
-    for i in range(n_sessions):
+    store_rows, written, i = [], 0, 0
+    while written < target:
+        i += 1
         sid = str(uuid.uuid5(NS, f"s{i}"))
         project = f"/home/dev/project-{i % 25:02d}"
         start = t0 + timedelta(hours=7 * i)
-        text, prompts = session_log(rng, sid, start, int(per * rng.uniform(0.3, 1.7)), project)
+        text, prompts = session_log(rng, sid, start, int(per * rng.uniform(0.1, 1.3)), project)
         folder = home / "session-state" / sid
         folder.mkdir()
         (folder / "events.jsonl").write_text(text, encoding="utf-8")
+        written += len(text.encode("utf-8"))
         (folder / "workspace.yaml").write_text(f"id: {sid}\ncwd: {project}\nname: session {i}\n", encoding="utf-8")
         store_rows.append((sid, project, start, prompts))
     con = sqlite3.connect(home / "session-store.db")
@@ -150,6 +152,7 @@ def generate(out: Path, size_mb: int, seed: int = 7) -> Path:
     user = out / "vscode-user" / "workspaceStorage" / "bench"
     (user / "chatSessions").mkdir(parents=True)
     (user / "workspace.json").write_text('{"folder": "file:///home/dev/project-00"}')
+    n_sessions = len(store_rows)
     for i in range(max(1, n_sessions // 50)):
         reqs = [{"requestId": f"r{i}-{k}", "timestamp": int(t0.timestamp() * 1000) + k * 60000,
                  "message": {"text": " ".join(rng.choice(WORDS) for _ in range(12))}, "modelId": "copilot/gpt-5.2",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import shutil
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -16,6 +18,7 @@ from pathlib import Path
 import orjson
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from . import extract  # noqa: F401  (registers the readers)
 from .checks import ChecksFailed, all_checks, run_checks
@@ -144,25 +147,45 @@ def _insert(con, table: str, rows_or_frame) -> int:
     return tbl.num_rows
 
 
-class Buffer:
-    """Staged rows collected across sources and written in large batches (one insert per table)."""
+class Spool:
+    """Rows on their way into the warehouse, written to Parquet parts of about 64 MB, then loaded
+    with one INSERT per table.
 
-    def __init__(self, con, limit: int = 50_000):
-        self.con, self.limit, self.rows, self.n = con, limit, {}, 0
+    DuckDB keeps the rows of many small inserts in memory until the transaction commits; one
+    INSERT ... SELECT from Parquet writes them to the database file as it goes. So the run stays
+    one transaction, and its memory does not grow with the size of the corpus.
+    """
+
+    def __init__(self, con, folder: Path, limit_bytes: int = 64 * 1024 * 1024):
+        self.con, self.folder, self.limit = con, folder, limit_bytes
+        self.pending: dict[str, list[pa.Table]] = {}
+        self.parts: dict[str, int] = {}
+        self.bytes = 0
 
     def add(self, table: str, rows: list[dict] | pa.Table) -> int:
         tbl = rows if isinstance(rows, pa.Table) else to_arrow(table, rows)
         if tbl.num_rows:
-            self.rows.setdefault(table, []).append(tbl)
-            self.n += tbl.num_rows
-        if self.n >= self.limit:
-            self.flush()
+            self.pending.setdefault(table, []).append(tbl)
+            self.bytes += tbl.nbytes
+        if self.bytes >= self.limit:
+            self._write()
         return tbl.num_rows
 
-    def flush(self) -> None:
-        for table, tables in self.rows.items():
-            _insert(self.con, table, pa.concat_tables(tables))
-        self.rows, self.n = {}, 0
+    def _write(self) -> None:
+        for table, tables in self.pending.items():
+            n = self.parts.get(table, 0)
+            (self.folder / table).mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.concat_tables(tables), self.folder / table / f"part-{n:05d}.parquet")
+            self.parts[table] = n + 1
+        self.pending, self.bytes = {}, 0
+
+    def load(self) -> None:
+        self._write()
+        for table in sorted(self.parts):
+            glob = str(self.folder / table / "*.parquet").replace("'", "''")
+            self.con.execute(f'insert into "{table}" by name select * from read_parquet(\'{glob}\')')
+            shutil.rmtree(self.folder / table)
+        self.parts = {}
 
 
 def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[Path] | None = None, *,
@@ -178,6 +201,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     redactions: Counter[str] = Counter()
 
     con = connect(warehouse)
+    spool_dir = Path(tempfile.mkdtemp(prefix=".ingest-", dir=Path(warehouse).resolve().parent))
     try:
         con.execute("begin transaction")
         if full:
@@ -187,7 +211,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
         priors = _priors(con)
         affected: set[str] = set()
         seen: set[str] = set()
-        buffer = Buffer(con)
+        buffer = Spool(con, spool_dir / "staging")
         jobs, planned = [], []
         for src in sources:
             seen.add(src.path)
@@ -200,12 +224,12 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                 progress(i, len(jobs), read.source.path)
             redactions.update(read.redactions)
             affected |= _apply_read(con, read, plan, run_id, summary, buffer)
-        buffer.flush()
+        buffer.load()
         affected |= _mark_gone(con, roots, seen, priors, summary)
         summary.n_sessions_changed = len(affected)
-        _rebuild(con, sorted(affected))
+        _rebuild(con, sorted(affected), spool_dir / "star")
         if affected:
-            run_models(con)
+            run_models(con, None if full else sorted(affected))
             failures = run_checks(con)
             if failures:
                 raise ChecksFailed(failures)
@@ -226,6 +250,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
         raise
     finally:
         con.close()
+        shutil.rmtree(spool_dir, ignore_errors=True)
     log.info(summary.line())
     return summary
 
@@ -247,7 +272,7 @@ def _plan_source(con, src: Source, prior_info, summary: RunSummary, affected: se
     return fp, size, prior_info
 
 
-def _apply_read(con, read: Read, plan, run_id: str, summary: RunSummary, buffer: Buffer) -> set[str]:
+def _apply_read(con, read: Read, plan, run_id: str, summary: RunSummary, buffer: Spool) -> set[str]:
     """Stage what a reader read from one source, replacing what an earlier run staged from it."""
     src, res = read.source, read.result
     fp, size, prior_info = plan
@@ -310,19 +335,22 @@ def _mark_gone(con, roots: list[str], seen: set[str], priors, summary: RunSummar
     return gone
 
 
-def _rebuild(con, affected: list[str]) -> None:
-    """Replace the star rows of the affected sessions, batch by batch, then the dimensions."""
+def _rebuild(con, affected: list[str], spool_dir: Path) -> None:
+    """Replace the star rows of the affected sessions (built batch by batch), then the dimensions."""
+    spool = Spool(con, spool_dir)
     for start in range(0, len(affected), SESSION_BATCH):
         batch = affected[start:start + SESSION_BATCH]
         stg = {t.name: con.sql(f'select * from "{t.name}" where session_id in (select unnest(?))',
                                params=[batch]).pl() for t in STAGING}
         star = build_star(stg)
         for table in FACT_TABLES:
-            con.execute(f'delete from "{table}" where session_id in (select unnest(?))', [batch])
-            _insert(con, table, star[table])
+            spool.add(table, conform(star[table], table).to_arrow().cast(arrow_schema(table)))
         _upsert(con, "dim_files", star["_files"], "file_id")
         _upsert(con, "dim_projects", star["_projects"].unique("project_id", keep="first"), "project_id")
     if affected:
+        for table in FACT_TABLES:
+            con.execute(f'delete from "{table}" where session_id in (select unnest(?))', [affected])
+        spool.load()
         _rebuild_unowned_memories(con)
         _refresh_dimensions(con)
 

@@ -18,6 +18,9 @@ log = logging.getLogger(__name__)
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 MACROS = ["tokenize", "search"]  # search() calls tokenize()
+# Models whose rows belong to one session each: an incremental ingest rebuilds only the rows of the
+# sessions it changed (their SQL reads the temporary table _model_scope); the others are rebuilt whole.
+PER_SESSION = {"int_search_docs", "int_search_terms", "int_topic_terms"}
 
 
 class ModelError(Exception):
@@ -36,20 +39,34 @@ def create_macros(con, sql_dir: Path = SQL_DIR) -> None:
         con.execute((sql_dir / "macros" / f"{name}.sql").read_text(encoding="utf-8").strip().rstrip(";"))
 
 
-def run_models(con, sql_dir: Path = SQL_DIR) -> list[str]:
-    """(Re)build every model table; returns their names in run order."""
+def run_models(con, sessions: list[str] | None = None, sql_dir: Path = SQL_DIR) -> list[str]:
+    """(Re)build every model table; ``sessions`` limits per-session models to those sessions'
+    rows (None: everything). Returns the names in run order."""
     create_macros(con, sql_dir)
+    incremental = sessions is not None
+    if incremental:
+        con.execute("create or replace temp table _model_scope as select unnest(?::varchar[]) as session_id",
+                    [sessions])
+    else:
+        con.execute("create or replace temp table _model_scope as select session_id from dim_sessions")
     built = []
     for table in MODELS:
         cols = ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in table.columns)
         try:
             sql = model_sql(table.name, sql_dir)
-            con.execute(f'create or replace table "{table.name}" as select {cols} from ({sql})')
+            select = f"select {cols} from ({sql})"
+            if incremental and table.name in PER_SESSION:
+                con.execute(f'delete from "{table.name}" where session_id is null '
+                            f"or session_id in (select session_id from _model_scope)")
+                con.execute(f'insert into "{table.name}" {select}')
+            else:
+                con.execute(f'create or replace table "{table.name}" as {select}')
+                comment(con, table)
         except ModelError:
             raise
         except Exception as exc:  # duckdb's error types vary; all of them mean this model is wrong
             raise ModelError(f"model {table.name} failed: {str(exc).splitlines()[0]}") from exc
-        comment(con, table)
         built.append(table.name)
-    log.info("%d models built", len(built))
+    con.execute("drop table _model_scope")
+    log.info("%d models built (%s)", len(built), "incremental" if incremental else "full")
     return built

@@ -346,7 +346,8 @@ MODELS = [
     _t(
         "int_search_terms", "one row per document x term", ["doc_id", "term"],
         "Inverted index behind `search()`.",
-        ("doc_id", "VARCHAR", "Document."), ("term", "VARCHAR", "Token (see the `tokenize` macro)."),
+        ("doc_id", "VARCHAR", "Document."), ("session_id", "VARCHAR", "Session of the document."),
+        ("term", "VARCHAR", "Token (see the `tokenize` macro)."),
         ("tf", "INTEGER", "Occurrences of the term in the document."),
     ),
     _t(

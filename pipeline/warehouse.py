@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import duckdb
@@ -10,6 +11,11 @@ import duckdb
 from .schema import ALL_TABLES, arrow_schema, to_arrow  # noqa: F401  (re-exported for callers)
 
 log = logging.getLogger(__name__)
+
+
+# DuckDB may otherwise take 80% of RAM and hold a whole ingest's rows in memory; past this it spills
+# to a temporary folder next to the warehouse. Override with COPILOT_WAREHOUSE_MEMORY (e.g. "4GB").
+MEMORY_LIMIT = os.environ.get("COPILOT_WAREHOUSE_MEMORY", "1GB")
 
 
 class WarehouseError(Exception):
@@ -26,7 +32,8 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     elif not path.exists():
         raise WarehouseError(f"no warehouse at {path}: run `python -m pipeline ingest` first")
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": MEMORY_LIMIT})
+        return con
     except (duckdb.IOException, duckdb.Error) as exc:
         raise WarehouseError(f"cannot open the warehouse {path}: {str(exc).splitlines()[0]}") from exc
 

@@ -1,4 +1,6 @@
--- int_search_docs: one row per searchable text (prompt, answer, checkpoint, memory)
+-- int_search_docs: one row per searchable text (prompt, answer, checkpoint, memory) of the sessions
+-- in _model_scope (all of them on a full build, the changed ones on an incremental ingest), plus the
+-- memories that belong to no session
 with sessions as (
     select
         session_id,
@@ -80,6 +82,9 @@ docs_with_sessions as (
         len(tokenize(all_docs.text))::integer as n_terms
     from all_docs
     left join sessions on all_docs.session_id = sessions.session_id
+    where
+        all_docs.session_id is null
+        or all_docs.session_id in (select _model_scope.session_id from _model_scope)
 )
 
 select * from docs_with_sessions

@@ -1,6 +1,7 @@
 -- int_topic_terms: one row per session x text source x term; code-aware words and adjacent-word
 -- bigrams from prompts, titles and checkpoints, stopwords, numbers and 1-2 letter words removed.
 -- Source weights: titles 2 (a session title or checkpoint title names the topic), the rest 1.
+-- Built for the sessions in _model_scope (all of them on a full build, the changed ones otherwise).
 with sessions as (
     select
         session_id,
@@ -58,7 +59,9 @@ token_lists as (
         text_id,
         tokenize(text) as tokens
     from texts
-    where text is not null
+    where
+        text is not null
+        and session_id in (select _model_scope.session_id from _model_scope)
 ),
 
 positioned as (

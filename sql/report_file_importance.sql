@@ -3,6 +3,8 @@
 --       + 2.0 * recency + 1.0 * n_prompt_mentions + 1.0 * n_checkpoint_mentions
 -- recency = sum over touching sessions of 0.5 ^ (age_days / 30), age measured from the
 -- project's latest touch, so the score of an old project does not decay to nothing.
+-- A prompt (or a checkpoint's important_files) mentions a file when one of its words is the file's
+-- path, its file name, or its stem (file name without extension) of 6+ characters.
 with files as (
     select
         file_id,
@@ -71,31 +73,79 @@ recency as (
     group by file_id
 ),
 
+-- words of prompts and checkpoints that could name a file: a path, a file name or a stem
+prompt_words as (
+    select distinct
+        sessions.project_id,
+        turns.session_id,
+        turns.turn_index,
+        rtrim(unnest(regexp_extract_all(lower(turns.user_message), '[a-z0-9_./-]+')), './-') as word
+    from fct_turns as turns
+    inner join dim_sessions as sessions on turns.session_id = sessions.session_id
+),
+
+checkpoint_words as (
+    select distinct
+        sessions.project_id,
+        cp.session_id,
+        cp.checkpoint_number,
+        rtrim(unnest(regexp_extract_all(lower(cp.important_files), '[a-z0-9_./-]+')), './-') as word
+    from fct_checkpoints as cp
+    inner join dim_sessions as sessions on cp.session_id = sessions.session_id
+),
+
 prompt_mentions as (
     select
-        files.file_id,
-        count(*)::integer as n_prompt_mentions
-    from files
-    inner join dim_sessions as sessions on files.project_id = sessions.project_id
-    inner join fct_turns as turns on sessions.session_id = turns.session_id
-    where
-        contains(lower(turns.user_message), lower(files.path))
-        or contains(lower(turns.user_message), files.file_name)
-        or (length(files.stem) >= 6 and contains(lower(turns.user_message), files.stem))
-    group by files.file_id
+        mentions.file_id,
+        count(distinct mentions.session_id || ':' || mentions.turn_index)::integer as n_prompt_mentions
+    from (
+        select
+            files.file_id,
+            w.session_id,
+            w.turn_index
+        from files
+        inner join prompt_words as w on files.project_id = w.project_id and lower(files.path) = w.word
+        union all
+        select
+            files.file_id,
+            w.session_id,
+            w.turn_index
+        from files
+        inner join prompt_words as w
+            on files.project_id = w.project_id and files.file_name = regexp_extract(w.word, '[^/]+$')
+        union all
+        select
+            files.file_id,
+            w.session_id,
+            w.turn_index
+        from files
+        inner join prompt_words as w
+            on files.project_id = w.project_id and files.stem = w.word and length(files.stem) >= 6
+    ) as mentions
+    group by mentions.file_id
 ),
 
 checkpoint_mentions as (
     select
-        files.file_id,
-        count(*)::integer as n_checkpoint_mentions
-    from files
-    inner join dim_sessions as sessions on files.project_id = sessions.project_id
-    inner join fct_checkpoints as cp on sessions.session_id = cp.session_id
-    where
-        contains(lower(cp.important_files), lower(files.path))
-        or contains(lower(cp.important_files), files.file_name)
-    group by files.file_id
+        mentions.file_id,
+        count(distinct mentions.session_id || ':' || mentions.checkpoint_number)::integer as n_checkpoint_mentions
+    from (
+        select
+            files.file_id,
+            w.session_id,
+            w.checkpoint_number
+        from files
+        inner join checkpoint_words as w on files.project_id = w.project_id and lower(files.path) = w.word
+        union all
+        select
+            files.file_id,
+            w.session_id,
+            w.checkpoint_number
+        from files
+        inner join checkpoint_words as w
+            on files.project_id = w.project_id and files.file_name = regexp_extract(w.word, '[^/]+$')
+    ) as mentions
+    group by mentions.file_id
 ),
 
 components as (
