@@ -187,18 +187,14 @@ def cmd_search(args) -> int:
 def cmd_models(args) -> int:
     from .checks import ChecksFailed, run_checks
     from .models import run_models
-    from .warehouse import connect
+    from .warehouse import connect, transaction
     con = connect(args.warehouse)
     try:
-        con.execute("begin transaction")
-        built = run_models(con)
-        failures = run_checks(con)
-        if failures:
-            raise ChecksFailed(failures)
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
+        with transaction(con):
+            built = run_models(con)
+            failures = run_checks(con)
+            if failures:
+                raise ChecksFailed(failures)
     finally:
         con.close()
     print(f"models: {len(built)} tables rebuilt, checks passed")

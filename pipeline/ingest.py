@@ -30,7 +30,7 @@ from .extract.vscode import discover_vscode_user
 from .models import run_models
 from .schema import STAGING, STAR
 from .transform.star import build_star, conform, memories
-from .warehouse import arrow_schema, connect, drop_all, ensure_schema, to_arrow
+from .warehouse import arrow_schema, connect, drop_all, ensure_schema, to_arrow, transaction
 
 log = logging.getLogger(__name__)
 
@@ -203,51 +203,47 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     con = connect(warehouse)
     spool_dir = Path(tempfile.mkdtemp(prefix=".ingest-", dir=Path(warehouse).resolve().parent))
     try:
-        con.execute("begin transaction")
-        if full:
-            drop_all(con)
-        ensure_schema(con)
-        sources = discover(copilot_homes, vscode_users)
-        priors = _priors(con)
-        affected: set[str] = set()
-        seen: set[str] = set()
-        buffer = Spool(con, spool_dir / "staging")
-        jobs, planned = [], []
-        for src in sources:
-            seen.add(src.path)
-            plan = _plan_source(con, src, priors.get(src.path), summary, affected)
-            if plan is not None:
-                jobs.append((src, plan[2][0] if plan[2] else None))
-                planned.append(plan)
-        for i, (read, plan) in enumerate(zip(read_all(jobs, run_id, redact, workers), planned, strict=True)):
-            if progress:
-                progress(i, len(jobs), read.source.path)
-            redactions.update(read.redactions)
-            affected |= _apply_read(con, read, plan, run_id, summary, buffer)
-        buffer.load()
-        affected |= _mark_gone(con, roots, seen, priors, summary)
-        summary.n_sessions_changed = len(affected)
-        _rebuild(con, sorted(affected), spool_dir / "star")
-        if affected:
-            run_models(con, None if full else sorted(affected))
-            failures = run_checks(con)
-            if failures:
-                raise ChecksFailed(failures)
-            summary.n_checks_run = len(all_checks())
-        summary.n_redactions = sum(redactions.values())
-        summary.redactions = dict(sorted(redactions.items()))
-        for t in STAR:
-            summary.tables[t.name] = con.execute(f'select count(*) from "{t.name}"').fetchone()[0]
-        summary.seconds = time.perf_counter() - started
-        con.execute("insert into _runs values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-            run_id, now.replace(tzinfo=None), datetime.now(timezone.utc).replace(tzinfo=None), summary.mode,
-            roots, summary.n_files_read, summary.n_files_unchanged, summary.n_records, summary.n_rejects,
-            summary.n_redactions, summary.n_sessions_changed,
-            orjson.dumps(summary.__dict__, default=str).decode()])
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
+        with transaction(con):
+            if full:
+                drop_all(con)
+            ensure_schema(con)
+            sources = discover(copilot_homes, vscode_users)
+            priors = _priors(con)
+            affected: set[str] = set()
+            seen: set[str] = set()
+            buffer = Spool(con, spool_dir / "staging")
+            jobs, planned = [], []
+            for src in sources:
+                seen.add(src.path)
+                plan = _plan_source(con, src, priors.get(src.path), summary, affected)
+                if plan is not None:
+                    jobs.append((src, plan[2][0] if plan[2] else None))
+                    planned.append(plan)
+            for i, (read, plan) in enumerate(zip(read_all(jobs, run_id, redact, workers), planned, strict=True)):
+                if progress:
+                    progress(i, len(jobs), read.source.path)
+                redactions.update(read.redactions)
+                affected |= _apply_read(con, read, plan, run_id, summary, buffer)
+            buffer.load()
+            affected |= _mark_gone(con, roots, seen, priors, summary)
+            summary.n_sessions_changed = len(affected)
+            _rebuild(con, sorted(affected), spool_dir / "star")
+            if affected:
+                run_models(con, None if full else sorted(affected))
+                failures = run_checks(con)
+                if failures:
+                    raise ChecksFailed(failures)
+                summary.n_checks_run = len(all_checks())
+            summary.n_redactions = sum(redactions.values())
+            summary.redactions = dict(sorted(redactions.items()))
+            for t in STAR:
+                summary.tables[t.name] = con.execute(f'select count(*) from "{t.name}"').fetchone()[0]
+            summary.seconds = time.perf_counter() - started
+            con.execute("insert into _runs values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+                run_id, now.replace(tzinfo=None), datetime.now(timezone.utc).replace(tzinfo=None), summary.mode,
+                roots, summary.n_files_read, summary.n_files_unchanged, summary.n_records, summary.n_rejects,
+                summary.n_redactions, summary.n_sessions_changed,
+                orjson.dumps(summary.__dict__, default=str).decode()])
     finally:
         con.close()
         shutil.rmtree(spool_dir, ignore_errors=True)

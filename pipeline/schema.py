@@ -27,10 +27,6 @@ class Table:
     description: str
     columns: tuple[Column, ...] = field(default_factory=tuple)
 
-    @property
-    def column_names(self) -> list[str]:
-        return [c.name for c in self.columns]
-
     def create_sql(self) -> str:
         cols = ",\n  ".join(f'"{c.name}" {c.type}' for c in self.columns)
         return f'create table if not exists "{self.name}" (\n  {cols}\n)'
@@ -391,6 +387,12 @@ MODELS = [
         ("term", "VARCHAR", "Word or `word word` bigram."), ("n", "INTEGER", "Occurrences."),
         ("weight", "DOUBLE", "n times the source weight (titles 2, the rest 1)."),
         ("session_started_at", "TIMESTAMP", "Session start (UTC)."),
+    ),
+    _t(
+        "int_topic_idf", "one row per topic term", ["term"],
+        "Inverse document frequency of each topic term over all sessions: idf = ln(1 + N / df).",
+        ("term", "VARCHAR", ""), ("df", "INTEGER", "Sessions using the term."),
+        ("idf", "DOUBLE", "ln(1 + sessions with any term / df)."),
     ),
     _t(
         "report_topics", "one row per project x topic term", ["project_id", "term"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -36,6 +37,18 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
         return con
     except (duckdb.IOException, duckdb.Error) as exc:
         raise WarehouseError(f"cannot open the warehouse {path}: {str(exc).splitlines()[0]}") from exc
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection):
+    """All or nothing: commit when the block ends, roll back if anything in it fails."""
+    con.execute("begin transaction")
+    try:
+        yield con
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:

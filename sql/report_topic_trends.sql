@@ -1,18 +1,5 @@
 -- report_topic_trends: one row per project x top-20 topic term x month of session start
-with corpus as (
-    select count(distinct session_id) as n_sessions
-    from int_topic_terms
-),
-
-document_frequency as (
-    select
-        term,
-        count(distinct session_id) as df
-    from int_topic_terms
-    group by term
-),
-
-top_terms as (
+with top_terms as (
     select
         project_id,
         term
@@ -39,10 +26,9 @@ weighted as (
         monthly.term,
         monthly.month,
         monthly.n_sessions,
-        round(monthly.tf * ln(1 + corpus.n_sessions / document_frequency.df), 4) as weight
+        round(monthly.tf * int_topic_idf.idf, 4) as weight
     from monthly
-    inner join document_frequency on monthly.term = document_frequency.term
-    cross join corpus
+    inner join int_topic_idf on monthly.term = int_topic_idf.term
 )
 
 select * from weighted

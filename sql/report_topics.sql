@@ -1,20 +1,7 @@
 -- report_topics: one row per project x topic term (top 100 per project).
 -- weight = sum of source weights in the project * ln(1 + N / df), where N is the number of
 -- sessions with any term and df the number of sessions (all projects) using the term.
-with corpus as (
-    select count(distinct session_id) as n_sessions
-    from int_topic_terms
-),
-
-document_frequency as (
-    select
-        term,
-        count(distinct session_id) as df
-    from int_topic_terms
-    group by term
-),
-
-per_project as (
+with per_project as (
     select
         project_id,
         term,
@@ -33,10 +20,9 @@ weighted as (
         per_project.n_sessions,
         per_project.first_seen_at,
         per_project.last_seen_at,
-        round(per_project.tf * ln(1 + corpus.n_sessions / document_frequency.df), 4) as weight
+        round(per_project.tf * int_topic_idf.idf, 4) as weight
     from per_project
-    inner join document_frequency on per_project.term = document_frequency.term
-    cross join corpus
+    inner join int_topic_idf on per_project.term = int_topic_idf.term
 ),
 
 ranked as (

@@ -15,6 +15,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..schema import TABLES
@@ -83,28 +84,33 @@ def _txt(v):
     return str(v)
 
 
-@reader("session_store")
-def read_session_store(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
-    res = ReadResult()
-    with tempfile.TemporaryDirectory(prefix="copilot-store-") as tmp:
+def read_snapshot(source: Source, res: ReadResult, label: str, read: Callable[[sqlite3.Connection], None]) -> None:
+    """Run ``read`` on a read-only copy of a live SQLite database and its WAL. A database that keeps
+    changing or is busy is skipped (retried next run); one that cannot be read is a file reject."""
+    with tempfile.TemporaryDirectory(prefix="copilot-sqlite-") as tmp:
         copy = snapshot_copy(source.path, tmp)
         if copy is None:
-            res.skipped_reason = "session-store.db kept changing while being copied; skipped, will retry next run"
-            return res
+            res.skipped_reason = f"{label} kept changing while being copied; skipped, will retry next run"
+            return
         try:
             con = sqlite3.connect(f"file:{Path(copy).as_posix()}?mode=ro", uri=True, timeout=2)
             try:
                 con.execute("select count(*) from sqlite_master").fetchone()
-                _read_tables(con, source, ctx, res)
+                read(con)
             finally:
                 con.close()
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
             if "locked" in msg or "busy" in msg:
-                res.skipped_reason = f"session-store.db is busy ({msg}); skipped, will retry next run"
+                res.skipped_reason = f"{label} is busy ({msg}); skipped, will retry next run"
             else:
-                res.reject(source.path, f"session-store.db could not be read: {msg}")
-            return res
+                res.reject(source.path, f"{label} could not be read: {msg}")
+
+
+@reader("session_store")
+def read_session_store(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
+    res = ReadResult()
+    read_snapshot(source, res, "session-store.db", lambda con: _read_tables(con, source, ctx, res))
     res.n_records = sum(len(v) for v in res.rows.values())
     return res
 

@@ -13,7 +13,6 @@ import logging
 import os
 import re
 import sqlite3
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from .events import (
     read_event_log,
 )
 from .jsonl import Record, iter_jsonl
-from .store import snapshot_copy
+from .store import read_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -359,24 +358,16 @@ def read_memory(source: Source, ctx: Context, prior: Prior | None) -> ReadResult
 def read_state_db(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     """The chat index (``chat.ChatSessionStore.index``) of ``state.vscdb``: titles and timings."""
     res = ReadResult()
-    with tempfile.TemporaryDirectory(prefix="vscode-state-") as tmp:
-        copy = snapshot_copy(source.path, tmp)
-        if copy is None:
-            res.skipped_reason = "state.vscdb kept changing while being copied; skipped, will retry next run"
-            return res
-        try:
-            con = sqlite3.connect(f"file:{Path(copy).as_posix()}?mode=ro", uri=True)
-            try:
-                row = con.execute("select value from ItemTable where key = 'chat.ChatSessionStore.index'").fetchone()
-            finally:
-                con.close()
-        except sqlite3.DatabaseError as exc:
-            if "no such table" in str(exc):
-                return res
-            res.reject(source.path, f"state.vscdb could not be read: {exc}")
-            return res
-    if row is None:
+    found: list = []
+
+    def read(con: sqlite3.Connection) -> None:
+        if con.execute("select 1 from sqlite_master where name = 'ItemTable'").fetchone():
+            found.extend(con.execute("select value from ItemTable where key = 'chat.ChatSessionStore.index'"))
+
+    read_snapshot(source, res, "state.vscdb", read)
+    if not found:
         return res
+    row = found[0]
     raw = row[0].decode("utf-8", "replace") if isinstance(row[0], bytes) else row[0]
     try:
         index = orjson.loads(raw)

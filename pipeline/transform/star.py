@@ -52,10 +52,6 @@ def parse_ts(expr: pl.Expr) -> pl.Expr:
     return pl.coalesce(with_tz.dt.replace_time_zone(None), naive, epoch).cast(pl.Datetime("us"))
 
 
-def empty(table: str) -> pl.DataFrame:
-    return pl.DataFrame(schema=polars_schema(table))
-
-
 _DUCK_TO_POLARS = {"VARCHAR": pl.String, "BIGINT": pl.Int64, "INTEGER": pl.Int32, "BOOLEAN": pl.Boolean,
                    "TIMESTAMP": pl.Datetime("us"), "DOUBLE": pl.Float64, "VARCHAR[]": pl.List(pl.String),
                    "DATE": pl.Date}

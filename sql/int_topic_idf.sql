@@ -1,0 +1,25 @@
+-- int_topic_idf: one row per topic term; the inverse document frequency over all sessions,
+-- idf = ln(1 + N / df), shared by report_topics and report_topic_trends
+with corpus as (
+    select count(distinct session_id) as n_sessions
+    from int_topic_terms
+),
+
+document_frequency as (
+    select
+        term,
+        count(distinct session_id) as df
+    from int_topic_terms
+    group by term
+),
+
+idf as (
+    select
+        document_frequency.term,
+        document_frequency.df,
+        ln(1 + corpus.n_sessions / document_frequency.df) as idf
+    from document_frequency
+    cross join corpus
+)
+
+select * from idf
