@@ -165,6 +165,8 @@ def index_page(data: Data, top_topic: dict[str, str]) -> str:
     parts = [front_matter({"title": "Copilot history", "type": "index", "sessions": totals["n_sessions"],
                            "projects": len(data.projects)}),
              "# Copilot history\n",
+             "No Copilot history in this warehouse yet: run `python -m pipeline ingest`, then `report`.\n"
+             if not totals["n_sessions"] else
              f"{fmt_num(totals['n_sessions'])} sessions in {len(data.projects)} projects, "
              f"{fmt_ts(totals['first_at'])} to {fmt_ts(totals['last_at'])} (UTC): "
              f"{fmt_num(totals['n_turns'] or 0)} prompts, {fmt_num(totals['n_calls'] or 0)} tool calls "

@@ -113,3 +113,15 @@ def test_charts_are_reused_when_their_data_did_not_change(sample_home, tmp_path,
     assert write_wiki(wh, tmp_path / "wiki").written == []
     svg = (tmp_path / "wiki" / "charts" / "tools.svg").read_text()
     assert svg.splitlines()[1].startswith("<!-- chart-data: ") and "<text" in svg
+
+
+def test_report_of_an_empty_warehouse_says_so(tmp_path):
+    empty = tmp_path / "home"
+    empty.mkdir()
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [empty])
+    result = write_wiki(wh, tmp_path / "wiki")
+    assert sorted(p.name for p in result.written if p.suffix == ".md") == [
+        "files.md", "index.md", "runs.md", "topics.md"]
+    assert "No Copilot history in this warehouse yet" in (tmp_path / "wiki" / "index.md").read_text()
+    assert len(export_parquet(wh, tmp_path / "parquet")) == 19
