@@ -156,22 +156,34 @@ class Spool:
     one transaction, and its memory does not grow with the size of the corpus.
     """
 
+    ROW_BYTES = 256  # what a small bookkeeping row (a dict) is counted as
+
     def __init__(self, con, folder: Path, limit_bytes: int = 64 * 1024 * 1024):
         self.con, self.folder, self.limit = con, folder, limit_bytes
         self.pending: dict[str, list[pa.Table]] = {}
+        self.pending_rows: dict[str, list[dict]] = {}  # converted to Arrow once per part, not per call
         self.parts: dict[str, int] = {}
         self.bytes = 0
 
     def add(self, table: str, rows: list[dict] | pa.Table) -> int:
-        tbl = rows if isinstance(rows, pa.Table) else to_arrow(table, rows)
-        if tbl.num_rows:
-            self.pending.setdefault(table, []).append(tbl)
-            self.bytes += tbl.nbytes
+        if isinstance(rows, pa.Table):
+            n = rows.num_rows
+            if n:
+                self.pending.setdefault(table, []).append(rows)
+                self.bytes += rows.get_total_buffer_size()
+        else:
+            n = len(rows)
+            self.pending_rows.setdefault(table, []).extend(rows)
+            self.bytes += n * self.ROW_BYTES
         if self.bytes >= self.limit:
             self._write()
-        return tbl.num_rows
+        return n
 
     def _write(self) -> None:
+        for table, rows in self.pending_rows.items():
+            if rows:
+                self.pending.setdefault(table, []).append(to_arrow(table, rows))
+        self.pending_rows = {}
         for table, tables in self.pending.items():
             n = self.parts.get(table, 0)
             (self.folder / table).mkdir(parents=True, exist_ok=True)

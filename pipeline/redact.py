@@ -47,6 +47,11 @@ _PLACEHOLDER = re.compile(r"^(?:\*+|x+|\.{3}|<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*
                           re.IGNORECASE)
 
 
+CACHE_MIN_CHARS = 4096
+CACHE_SIZE = 64
+_CACHE: dict[str, tuple[str, Counter]] = {}
+
+
 class Redactor:
     """Replace secrets in text; counts what it removed by kind."""
 
@@ -61,6 +66,23 @@ class Redactor:
     def __call__(self, text):
         if not self.enabled or not isinstance(text, str) or len(text) < 6:
             return text
+        if len(text) < CACHE_MIN_CHARS:
+            return self._redact(text)
+        # large texts recur verbatim (the ~56 KB system prompt of every session and resume, skill
+        # files): redact each once per process, and count its secrets every time it recurs
+        hit = _CACHE.get(text)
+        if hit is None:
+            before = Counter(self.counts)
+            result = self._redact(text)
+            hit = (result, self.counts - before)
+            _CACHE[text] = hit
+            if len(_CACHE) > CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+            return result
+        self.counts.update(hit[1])
+        return hit[0]
+
+    def _redact(self, text: str) -> str:
         low = text.lower()
         if len(low) != len(text):  # a few Unicode characters change length in lower case: scan rule by rule
             for kind, rx, _anchors, _offset in _COMPILED:

@@ -51,3 +51,13 @@ def test_text_whose_lower_case_changes_length_is_still_redacted():
 def test_long_text_without_anchors_is_returned_unchanged():
     text = "def f(x):\n    return x + 1\n" * 10_000
     assert Redactor()(text) is text
+
+
+def test_a_large_text_seen_again_is_redacted_from_cache_and_still_counted():
+    big = "system prompt line\n" * 400 + f"leaked {GH}\n"
+    r = Redactor()
+    first = r(big)
+    assert r(big) == first and "[REDACTED:github_token]" in first
+    assert r.counts["github_token"] == 2
+    other = Redactor()
+    assert other(big) == first and other.counts["github_token"] == 1
