@@ -73,79 +73,66 @@ recency as (
     group by file_id
 ),
 
--- words of prompts and checkpoints that could name a file: a path, a file name or a stem
-prompt_words as (
+-- words of prompts and of checkpoints' important_files that could name a file
+words as (
     select distinct
+        'prompt' as source,
         sessions.project_id,
         turns.session_id,
-        turns.turn_index,
+        turns.turn_index::varchar as ref,
         rtrim(unnest(regexp_extract_all(lower(turns.user_message), '[a-z0-9_./-]+')), './-') as word
     from fct_turns as turns
     inner join dim_sessions as sessions on turns.session_id = sessions.session_id
-),
-
-checkpoint_words as (
+    union all
     select distinct
+        'checkpoint' as source,
         sessions.project_id,
         cp.session_id,
-        cp.checkpoint_number,
+        cp.checkpoint_number::varchar as ref,
         rtrim(unnest(regexp_extract_all(lower(cp.important_files), '[a-z0-9_./-]+')), './-') as word
     from fct_checkpoints as cp
     inner join dim_sessions as sessions on cp.session_id = sessions.session_id
 ),
 
-prompt_mentions as (
+-- a word names a file by its path, its file name, or (in prompts) its stem of 6+ characters
+mentions as (
     select
-        mentions.file_id,
-        count(distinct mentions.session_id || ':' || mentions.turn_index)::integer as n_prompt_mentions
-    from (
-        select
-            files.file_id,
-            w.session_id,
-            w.turn_index
-        from files
-        inner join prompt_words as w on files.project_id = w.project_id and lower(files.path) = w.word
-        union all
-        select
-            files.file_id,
-            w.session_id,
-            w.turn_index
-        from files
-        inner join prompt_words as w
-            on files.project_id = w.project_id and files.file_name = regexp_extract(w.word, '[^/]+$')
-        union all
-        select
-            files.file_id,
-            w.session_id,
-            w.turn_index
-        from files
-        inner join prompt_words as w
-            on files.project_id = w.project_id and files.stem = w.word and length(files.stem) >= 6
-    ) as mentions
-    group by mentions.file_id
+        files.file_id,
+        words.source,
+        words.session_id,
+        words.ref
+    from files
+    inner join words on files.project_id = words.project_id and lower(files.path) = words.word
+    union all
+    select
+        files.file_id,
+        words.source,
+        words.session_id,
+        words.ref
+    from files
+    inner join words
+        on files.project_id = words.project_id and files.file_name = regexp_extract(words.word, '[^/]+$')
+    union all
+    select
+        files.file_id,
+        words.source,
+        words.session_id,
+        words.ref
+    from files
+    inner join words
+        on
+            files.project_id = words.project_id and files.stem = words.word
+            and length(files.stem) >= 6 and words.source = 'prompt'
 ),
 
-checkpoint_mentions as (
+mention_counts as (
     select
-        mentions.file_id,
-        count(distinct mentions.session_id || ':' || mentions.checkpoint_number)::integer as n_checkpoint_mentions
-    from (
-        select
-            files.file_id,
-            w.session_id,
-            w.checkpoint_number
-        from files
-        inner join checkpoint_words as w on files.project_id = w.project_id and lower(files.path) = w.word
-        union all
-        select
-            files.file_id,
-            w.session_id,
-            w.checkpoint_number
-        from files
-        inner join checkpoint_words as w
-            on files.project_id = w.project_id and files.file_name = regexp_extract(w.word, '[^/]+$')
-    ) as mentions
-    group by mentions.file_id
+        file_id,
+        (count(distinct session_id || ':' || ref) filter (where source = 'prompt'))::integer as n_prompt_mentions,
+        (count(distinct session_id || ':' || ref) filter (where source = 'checkpoint'))::integer
+            as n_checkpoint_mentions
+    from mentions
+    group by file_id
 ),
 
 components as (
@@ -161,13 +148,12 @@ components as (
         touch_counts.first_seen_at,
         touch_counts.last_seen_at,
         round(recency.recency, 4) as recency,
-        coalesce(prompt_mentions.n_prompt_mentions, 0) as n_prompt_mentions,
-        coalesce(checkpoint_mentions.n_checkpoint_mentions, 0) as n_checkpoint_mentions
+        coalesce(mention_counts.n_prompt_mentions, 0) as n_prompt_mentions,
+        coalesce(mention_counts.n_checkpoint_mentions, 0) as n_checkpoint_mentions
     from files
     inner join touch_counts on files.file_id = touch_counts.file_id
     inner join recency on files.file_id = recency.file_id
-    left join prompt_mentions on files.file_id = prompt_mentions.file_id
-    left join checkpoint_mentions on files.file_id = checkpoint_mentions.file_id
+    left join mention_counts on files.file_id = mention_counts.file_id
 ),
 
 scored as (
