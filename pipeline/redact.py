@@ -2,14 +2,17 @@
 
 Patterns follow the gitleaks / GitHub secret-scanning token formats. Each match is replaced by
 ``[REDACTED:<kind>]`` so a reader can still see that something was there and what it was.
-Each rule is tried only where one of its anchors occurs in the lower-cased text, so most texts cost
-a few substring searches and no regex at all.
+A text goes through the rules only when one RE2 pass of ``LINE_SCREEN`` (every rule relaxed to a
+superset) finds a candidate; then each rule is tried only where one of its anchors occurs.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
+
+import re2  # google-re2: linear-time, one pass for all the screens below, compiled once
 
 # (kind, pattern, anchors, offset): every match of a rule starts ``offset`` characters after one of
 # its anchors (lower-case literals). The text is searched for anchors with str.find, and the regex
@@ -22,11 +25,16 @@ _RULES: list[tuple[str, str, tuple[str, ...], int]] = [
     ("github_pat", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b", ("github_pat_",), 0),
     ("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
      ("akia", "asia", "abia", "acca", "a3t"), 0),
-    ("slack_token", r"\bxox[abposr]-(?:[A-Za-z0-9]+-?){2,}[A-Za-z0-9]+\b", ("xox",), 0),
+    # dash-separated alphanumeric groups, at least 3 characters; written so that no two ways of
+    # splitting a run exist (the nested `(?:[A-Za-z0-9]+-?){2,}` this replaced took minutes on a
+    # long run without a word boundary)
+    ("slack_token", r"\bxox[abposr]-(?=[A-Za-z0-9]-?[A-Za-z0-9]-?[A-Za-z0-9])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\b",
+     ("xox",), 0),
     ("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}",
      ("https://hooks.slack",), 0),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyj",), 0),
-    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}\b", ("sk-",), 0),
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,8192}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,8192}", ("eyj",), 0),
+    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,1024}T3BlbkFJ[A-Za-z0-9_-]{20,1024}\b",
+     ("sk-",), 0),
     ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}\b", ("sk-ant-",), 0),
     ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}\b", ("aiza",), 0),
     ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
@@ -83,13 +91,16 @@ class Redactor:
         return hit[0]
 
     def _redact(self, text: str) -> str:
+        rules = _rules_to_try(text)  # one RE2 pass says which rules could match at all
+        if not rules:
+            return text
         low = text.lower()
         if len(low) != len(text):  # a few Unicode characters change length in lower case: scan rule by rule
             for kind, rx, _anchors, _offset in _COMPILED:
                 text = rx.sub(lambda m, k=kind: self._replace(m, k), text)
             return text
         hits = []
-        for kind, rx, anchors, offset in _COMPILED:
+        for kind, rx, anchors, offset in rules:
             for anchor in anchors:
                 pos = low.find(anchor)
                 while pos != -1:
@@ -102,12 +113,19 @@ class Redactor:
         # a known token format wins over a generic `name=value` match that overlaps it
         # (GITHUB_TOKEN=ghp_... is a github_token), then earlier and longer matches win
         hits.sort(key=lambda h: (h[2] in _VALUE_KINDS, h[0], h[1]))
+        # chosen spans never overlap, so kept sorted by start a new one need only be checked
+        # against its two neighbours
+        starts: list[int] = []
         chosen: list[tuple[int, int, str, re.Match]] = []
         for start, neg_end, kind, m in hits:
-            if all(-neg_end <= s or start >= e for s, e, _k, _m in chosen):
-                chosen.append((start, -neg_end, kind, m))
+            end = -neg_end
+            i = bisect.bisect_right(starts, start)
+            if (i and chosen[i - 1][1] > start) or (i < len(starts) and starts[i] < end):
+                continue
+            starts.insert(i, start)
+            chosen.insert(i, (start, end, kind, m))
         out, last = [], 0
-        for start, end, kind, m in sorted(chosen, key=lambda c: c[0]):
+        for start, end, kind, m in chosen:
             out.append(text[last:start])
             out.append(self._replace(m, kind))
             last = end
@@ -126,6 +144,81 @@ class Redactor:
             return whole[: start - s0] + f"[REDACTED:{kind}]" + whole[end - s0:]
         self.counts[kind] += 1
         return f"[REDACTED:{kind}]"
+
+
+# Every rule relaxed to a superset that RE2 runs in one linear pass: no word boundaries or upper
+# bounds, quotes and tabs possibly escaped (JSON inside JSON), any whitespace around `=`. Over a
+# raw JSON line it matches every line holding a string the rules could change, however the writer
+# escaped it: a \uXXXX escape of a printable character or an escaped `/` could hide anything, and
+# so could the four non-ASCII letters Python's case-insensitive matching equates with ASCII ones
+# (İ ı ſ K); those send a line or text through every rule. tests/test_redact.py checks the screen
+# against the rules. Each entry: (pattern, the rules it screens for; None = all of them).
+_ESC_WS = r"(?:[ \t\r\n]|\\+[tnr])*"
+_ESC_Q = r"(?:\\*[\"'])?"
+_SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
+    (r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY", ("private_key",)),
+    (r"gh[pousr]_[A-Za-z0-9]{36}", ("github_token",)),
+    (r"github_pat_[A-Za-z0-9_]{22}", ("github_pat",)),
+    (r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}", ("aws_access_key",)),
+    (r"xox[abposr]-", ("slack_token",)),
+    (r"https://hooks\.slack\.com/", ("slack_webhook",)),
+    (r"eyJ[A-Za-z0-9_-]{8,}\.eyJ", ("jwt",)),
+    (r"T3BlbkFJ", ("openai_key",)),
+    (r"sk-ant-[A-Za-z0-9_-]{20}", ("anthropic_key",)),
+    (r"AIza[0-9A-Za-z_-]{35}", ("google_api_key",)),
+    (r"[sr]k_(?:live|test)_[A-Za-z0-9]{16}", ("stripe_key",)),
+    (r"npm_[A-Za-z0-9]{36}", ("npm_token",)),
+    (r"://[^\s/@'\"]+:[^\s/@'\"]+@", ("connection_string_password",)),
+    (r"(?i:(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth)"
+     + _ESC_Q + _ESC_WS + "[:=]" + _ESC_WS + _ESC_Q + r"[^\s\"',;&]{6})", ("assignment",)),
+    (r"(?i:bearer(?:[ \t]|\\+t)+[A-Za-z0-9._~+/=\\-]{16})", ("bearer_token",)),
+    (r"\\u(?:[1-9a-fA-F][0-9a-fA-F]{3}|0[1-9a-fA-F][0-9a-fA-F]{2}|00[2-9a-fA-F][0-9a-fA-F])", None),
+    (r"\\/", None),
+    ("\u0130|\u0131|\u017f|\u212a", None),  # İ ı ſ K
+]
+LINE_SCREEN = "|".join(p for p, _kinds in _SCREEN_PARTS)
+
+_SCREENS: dict[str, object] = {}
+_TEXT_SCREEN: list = []  # [RE2 set of the parts, the rules each part screens for]
+
+
+def _rules_to_try(text: str) -> list[tuple]:
+    """The rules whose screen matches ``text`` (one RE2 pass over it for all of them)."""
+    if not _TEXT_SCREEN:
+        screen = re2.Set.SearchSet()
+        for pattern, _kinds in _SCREEN_PARTS:
+            screen.Add(pattern)
+        screen.Compile()
+        by_kind = {rule[0]: rule for rule in _COMPILED}
+        _TEXT_SCREEN[:] = [screen, [_COMPILED if kinds is None else [by_kind[k] for k in kinds]
+                                    for _p, kinds in _SCREEN_PARTS]]
+    screen, rules = _TEXT_SCREEN
+    found = screen.Match(text)
+    if not found:
+        return []
+    if len(found) == 1:
+        return rules[found[0]]
+    wanted = {id(rule) for i in found for rule in rules[i]}
+    return [rule for rule in _COMPILED if id(rule) in wanted]  # in declared order, as the full scan
+
+
+def screen_lines(data: bytes, line_starts: list[int], pattern: str = LINE_SCREEN) -> set[int]:
+    """The indexes of the lines of ``data`` (starting at ``line_starts``) that a match of ``pattern``
+    (by default: a possible secret) touches. One RE2 search per such line, none for the others."""
+    compiled = _SCREENS.get(pattern)
+    if compiled is None:
+        compiled = _SCREENS[pattern] = re2.compile(pattern.encode())
+    search, hit = compiled.search, set()
+    pos, n = 0, len(data)
+    while pos < n:
+        m = search(data, pos)
+        if m is None:
+            break
+        first = bisect.bisect_right(line_starts, m.start()) - 1
+        last = bisect.bisect_right(line_starts, max(m.end() - 1, m.start())) - 1
+        hit.update(range(first, last + 1))
+        pos = line_starts[last + 1] if last + 1 < len(line_starts) else n  # on with the next line
+    return hit
 
 
 def _looks_like_code(value: str) -> bool:

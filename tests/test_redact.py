@@ -61,3 +61,104 @@ def test_a_large_text_seen_again_is_redacted_from_cache_and_still_counted():
     assert r.counts["github_token"] == 2
     other = Redactor()
     assert other(big) == first and other.counts["github_token"] == 1
+
+
+# --- the line screen must pass every line the rules could change -------------------------------
+
+_FRAGMENTS = [
+    "password", "passwd", "pwd", "secret", "token", "api_key", "api-key", "apikey", "access_key", "auth",
+    "Bearer", "bearer", "PASSWORD", "ToKen", "to\u212aen", "pa\u017fsword", "AUTH", "İ", "ı",
+    "=", ":", " ", "  ", "\t", "\n", "\"", "'", "\\", "/", "@", "://", "postgres://", "user", ",", ";", "&",
+    "hunter22!", "s3cr3tValue", "abcdefghijklmnop", "x", "0123456789", "getToken()", "${X}", "changeme",
+    GH, "github_pat_" + "A1b2C3d4E5" * 3, "AKIAIOSFODNN7EXAMPLE", "xoxb-1234-5678-abcd", "AIza" + "b" * 35,
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0", "sk_live_" + "c" * 20,
+    "npm_" + "d" * 36, "sk-ant-" + "e" * 24, "-----BEGIN RSA PRIVATE KEY-----", "https://hooks.slack.com/services/"
+    + "T0" * 12, "\u2028", "\x01", "é", "日本",
+]
+
+
+def _fuzz_texts(n: int, seed: int = 7):
+    import random
+
+    rnd = random.Random(seed)
+    for _ in range(n):
+        yield "".join(rnd.choice(_FRAGMENTS) for _ in range(rnd.randint(1, 9)))
+
+
+def _event_lines(text: str):
+    """The text as Copilot (compact, non-ASCII raw), Python (ASCII-escaped) and nested writers store it."""
+    import json
+
+    import orjson
+
+    shapes = [
+        {"type": "user.message", "data": {"content": text}},
+        {"type": "tool.execution_complete", "data": {"toolCallId": "c", "result": {"content": text, "x": [text]}}},
+        {"type": "tool.execution_start", "data": {"toolName": "bash", "arguments": {"command": text}}},
+        {"type": "tool.execution_start", "data": {"arguments": json.dumps({"command": text})}},
+        {"type": "session.error", "data": {"error": {"message": text, "detail": {"k": text}}}},
+        {"type": "user.message", "data": {"content": {"password": text, "nested": {"token": text}}}},
+        {"type": "x.new", "data": {text[:20]: text}},
+    ]
+    for obj in shapes:
+        yield orjson.dumps(obj)
+        yield json.dumps(obj).encode()  # ensure_ascii: every non-ASCII character as \\uXXXX
+        yield json.dumps(obj, indent=1).replace("\n", " ").encode()  # spaced out
+
+
+def test_the_line_screen_passes_every_line_whose_text_the_rules_change():
+    import orjson
+
+    from pipeline.extract.base import FORBIDDEN_SCREEN, Context
+    from pipeline.extract.events import event_rows
+    from pipeline.redact import screen_lines
+
+    texts = [t for t, _k in [
+        (f"token is {GH}", 0), ("password=hunter2!", 0), ('api_key: "sk_abcdef123456"', 0),
+        ("postgres://app:s3cr3t@db.local:5432/app", 0), ("to\u212aen=abcdefgh", 0), ("İ token=abcdefgh", 0),
+    ]] + list(_fuzz_texts(800))
+    changed = 0
+    for text in texts:
+        for line in _event_lines(text):
+            obj = orjson.loads(line)
+            screen = (bool(screen_lines(line, [0])), bool(screen_lines(line, [0], FORBIDDEN_SCREEN)))
+            kw = dict(session_id="s", source_kind="events", index=0, line=1, offset=0, source_path="p")
+            careful = event_rows(obj, ctx=Context("r", Redactor()), **kw)
+            screened = event_rows(obj, ctx=Context("r", Redactor()), screen=screen, **kw)
+            assert screened == careful, line
+            changed += "[REDACTED:" in orjson.dumps(careful).decode()
+    assert changed > 300  # the fuzz really produced secrets for the screen to catch
+
+
+def test_the_text_screen_skips_text_without_candidates_and_keeps_the_result():
+    r = Redactor()
+    text = "def f(x):\n    return token_count + 1\n" * 100
+    assert r(text) is text
+    assert r("auth = refresh(session)") == "auth = refresh(session)"  # a candidate, then judged to be code
+
+
+def test_a_long_token_like_run_does_not_make_the_rules_backtrack_forever():
+    import signal
+
+    def hang(*_):
+        raise TimeoutError("redaction backtracked catastrophically")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(20)  # a hang guard, not a speed target: the old slack rule needed ~2^60 steps here
+    try:
+        r = Redactor()
+        text = "xoxb-" + "a1" * 30 + "_"
+        assert r(text) == text
+        assert r("xoxb-1234-5678-abcd ok") == "[REDACTED:slack_token] ok"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_the_line_screen_names_the_lines_a_candidate_touches():
+    from pipeline.redact import screen_lines
+
+    data = b'{"a":1}\n{"c":"password=hunter22"}\n{"b":2}\n{"c":"token\n=abcdefgh"}\n{"d":3}\n'
+    starts = [0] + [i + 1 for i, ch in enumerate(data) if ch == 10]
+    assert screen_lines(data, starts) == {1, 3, 4}  # a candidate broken over two lines marks both
+    assert screen_lines(data, starts, "zzz") == set()

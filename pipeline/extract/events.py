@@ -11,7 +11,21 @@ from pathlib import Path
 
 import orjson
 
-from .base import Context, Prior, ReadResult, Source, as_text, load_json_file, read_bytes, reader, scrub, to_json
+from ..redact import screen_lines
+from .base import (
+    FORBIDDEN_SCREEN,
+    Context,
+    Prior,
+    ReadResult,
+    Source,
+    as_text,
+    keep,
+    load_json_file,
+    read_bytes,
+    reader,
+    scrub,
+    to_json,
+)
 from .jsonl import ReadState, Record, iter_jsonl
 
 log = logging.getLogger(__name__)
@@ -53,9 +67,15 @@ _REASONING_TYPES = frozenset({ASSISTANT_REASONING, "assistant.reasoning_delta"})
 
 
 def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line: int, offset: int,
-               source_path: str, ctx: Context) -> tuple[dict, list[dict]]:
-    """One stg_events row (and its stg_tool_requests rows) from one parsed event envelope."""
-    redact = ctx.redact
+               source_path: str, ctx: Context, screen: tuple[bool, bool] = (True, True)) -> tuple[dict, list[dict]]:
+    """One stg_events row (and its stg_tool_requests rows) from one parsed event envelope.
+
+    ``screen`` says whether the event's raw line may hold a secret and a forbidden key (see
+    ``read_event_log``); text of a line cleared of both is stored as it is, without the rules.
+    """
+    may_hold_secret, may_hold_forbidden = screen
+    redact = ctx.redact if may_hold_secret else keep
+    clean = (lambda v: scrub(v, redact)) if may_hold_secret or may_hold_forbidden else keep
     etype = obj.get("type")
     etype = etype if isinstance(etype, str) else None
     data = obj.get("data")
@@ -114,7 +134,7 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
         "turn_id": _str(data.get("turnId")),
         "tool_call_id": _str(data.get("toolCallId")),
         "tool_name": _str(tool_name),
-        "arguments": _args_json(args, ctx),
+        "arguments": _args_json(args, redact, clean),
         "success": success if isinstance(success, bool) else None,
         "error_message": redact(error_message),
         "result_content": redact(result_content),
@@ -122,7 +142,7 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
         "mcp_server_name": _str(data.get("mcpServerName")),
         "output_tokens": _int(out_tokens),
         "request_id": _str(data.get("requestId")),
-        "extra": to_json(scrub(extra, redact)) if extra else None,
+        "extra": to_json(clean(extra)) if extra else None,
         "_source_path": source_path,
         "_source_line": line,
         "_source_offset": offset,
@@ -138,7 +158,8 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
                 "session_id": session_id, "event_index": index, "request_index": i,
                 "tool_call_id": _str(req.get("toolCallId") or req.get("id")),
                 "tool_name": _str(req.get("name") or (req.get("function") or {}).get("name")),
-                "arguments": _args_json(req.get("arguments", (req.get("function") or {}).get("arguments")), ctx),
+                "arguments": _args_json(req.get("arguments", (req.get("function") or {}).get("arguments")),
+                                        redact, clean),
                 "ts": row["ts"], "model": row["model"], "mcp_server_name": _str(req.get("mcpServerName")),
                 "_source_path": source_path, "_source_line": line, "_run_id": ctx.run_id,
             })
@@ -166,7 +187,7 @@ def _int(v) -> int | None:
     return None
 
 
-def _args_json(args, ctx: Context) -> str | None:
+def _args_json(args, redact, clean) -> str | None:
     """Tool arguments as JSON text. VS Code transcripts give them as a JSON string already."""
     if args is None:
         return None
@@ -174,8 +195,8 @@ def _args_json(args, ctx: Context) -> str | None:
         try:
             args = orjson.loads(args)
         except orjson.JSONDecodeError:
-            return to_json(ctx.redact(args))
-    return to_json(scrub(args, ctx.redact))
+            return to_json(redact(args))
+    return to_json(clean(args))
 
 
 def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kind: str) -> ReadResult:
@@ -187,10 +208,23 @@ def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kin
     data = read_bytes(source.path, start)  # a grown log: only the new bytes
     state = ReadState(start, start_line)
     sid = source.session_id
+    # an RE2 scan of the file's bytes finds the physical lines that may hold a secret or a forbidden
+    # key; the rules and the scrubbing walk run only on the events of those lines
+    starts = [0]
+    nl = data.find(b"\n")
+    while nl != -1:
+        starts.append(nl + 1)
+        nl = data.find(b"\n", nl + 1)
+    secret = screen_lines(data, starts) if ctx.redact.enabled else set()
+    forbidden = screen_lines(data, starts, FORBIDDEN_SCREEN)
     for item in iter_jsonl(data, 0, start_line, state, base=start):
         if isinstance(item, Record):
+            first = item.line - start_line
+            span = range(first, first + item.n_lines)
+            screen = (any(i in secret for i in span), any(i in forbidden for i in span))
             row, reqs = event_rows(item.obj, session_id=sid, source_kind=source_kind, index=index,
-                                   line=item.line, offset=item.offset, source_path=source.path, ctx=ctx)
+                                   line=item.line, offset=item.offset, source_path=source.path, ctx=ctx,
+                                   screen=screen)
             res.add("stg_events", row)
             for r in reqs:
                 res.add("stg_tool_requests", r)

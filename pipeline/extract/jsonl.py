@@ -29,6 +29,7 @@ class Record:
     obj: dict
     line: int  # 1-based physical line where the record starts
     offset: int  # byte offset where the record starts
+    n_lines: int = 1  # physical lines it spans (more than one: an event broken by literal newlines)
 
 
 @dataclass(slots=True)
@@ -131,7 +132,7 @@ def _iter(data: bytes, start_offset: int, start_line: int, state: ReadState | No
         joined = _join_following(data, pos, end, terminated)
         if joined is not None:
             obj, after, n_lines = joined
-            yield Record(obj, line_no, pos)
+            yield Record(obj, line_no, pos, n_lines)
             pos, line_no = after, line_no + n_lines
             good_offset, good_line = pos, line_no
             continue
