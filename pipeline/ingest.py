@@ -60,7 +60,14 @@ class RunSummary:
     redactions: dict = field(default_factory=dict)
     unknown_kinds: dict = field(default_factory=dict)
     tables: dict = field(default_factory=dict)
+    phases: dict = field(default_factory=dict)  # seconds spent in each phase of the run
     seconds: float = 0.0
+
+    def phase(self, name: str, since: float) -> float:
+        """Record the seconds since ``since`` as phase ``name``; returns now."""
+        now = time.perf_counter()
+        self.phases[name] = round(self.phases.get(name, 0.0) + now - since, 3)
+        return now
 
     def line(self) -> str:
         t = self.tables
@@ -187,7 +194,9 @@ class Spool:
         for table, tables in self.pending.items():
             n = self.parts.get(table, 0)
             (self.folder / table).mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.concat_tables(tables), self.folder / table / f"part-{n:05d}.parquet")
+            # uncompressed: written twice as fast, read back once, deleted right after
+            pq.write_table(pa.concat_tables(tables), self.folder / table / f"part-{n:05d}.parquet",
+                           compression="none")
             self.parts[table] = n + 1
         self.pending, self.bytes = {}, 0
 
@@ -221,6 +230,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             ensure_schema(con)
             sources = discover(copilot_homes, vscode_users)
             priors = _priors(con)
+            mark = summary.phase("discover", started)
             affected: set[str] = set()
             seen: set[str] = set()
             buffer = Spool(con, spool_dir / "staging")
@@ -229,20 +239,31 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                 seen.add(src.path)
                 plan = _plan_source(con, src, priors.get(src.path), summary, affected)
                 if plan is not None:
-                    jobs.append((src, plan[2][0] if plan[2] else None))
+                    jobs.append((src, plan[2][0] if plan[2] else None, plan[1]))
                     planned.append(plan)
-            for i, (read, plan) in enumerate(zip(read_all(jobs, run_id, redact, workers), planned, strict=True)):
-                if progress:
-                    progress(i, len(jobs), read.source.path)
-                redactions.update(read.redactions)
-                affected |= _apply_read(con, read, plan, run_id, summary, buffer)
+            plans = iter(planned)
+            done = 0
+            for batch in read_all(jobs, run_id, redact, workers):
+                for read in batch.reads:
+                    if progress:
+                        progress(done, len(jobs), read.source.path)
+                    done += 1
+                    redactions.update(read.redactions)
+                    affected |= _apply_read(con, read, next(plans), run_id, summary, buffer)
+                for table, tbl in batch.tables.items():  # the rows of all the batch's sources, in order
+                    summary.n_records += buffer.add(table, tbl)
+            mark = summary.phase("read", mark)
             buffer.load()
             affected |= _mark_gone(con, roots, seen, priors, summary)
             summary.n_sessions_changed = len(affected)
+            mark = summary.phase("stage", mark)
             _rebuild(con, sorted(affected), spool_dir / "star")
+            mark = summary.phase("star", mark)
             if affected:
                 run_models(con, None if full else sorted(affected))
+                mark = summary.phase("models", mark)
                 failures = run_checks(con)
+                mark = summary.phase("checks", mark)
                 if failures:
                     raise ChecksFailed(failures)
                 summary.n_checks_run = len(all_checks())
@@ -251,15 +272,18 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             for t in STAR:
                 summary.tables[t.name] = con.execute(f'select count(*) from "{t.name}"').fetchone()[0]
             summary.seconds = time.perf_counter() - started
+            mark = summary.phase("summary", mark)
             con.execute("insert into _runs values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
                 run_id, now.replace(tzinfo=None), datetime.now(timezone.utc).replace(tzinfo=None), summary.mode,
                 roots, summary.n_files_read, summary.n_files_unchanged, summary.n_records, summary.n_rejects,
                 summary.n_redactions, summary.n_sessions_changed,
                 orjson.dumps(summary.__dict__, default=str).decode()])
+        summary.phase("commit", mark)  # logged only: _runs was written before the commit
     finally:
         con.close()
         shutil.rmtree(spool_dir, ignore_errors=True)
     log.info(summary.line())
+    log.info("phases (s): %s", ", ".join(f"{k} {v:.2f}" for k, v in summary.phases.items()))
     return summary
 
 
@@ -298,15 +322,13 @@ def _apply_read(con, read: Read, plan, run_id: str, summary: RunSummary, buffer:
         summary.n_files_skipped += 1
         log.warning("%s: %s", src.path, res.skipped_reason)
         return set()
-    unreadable = not read.tables and any(r["position"] == "file" for r in res.rejects)
+    unreadable = not read.n_rows and any(r["position"] == "file" for r in res.rejects)
     if prior is None:
         pass  # never staged before: nothing to replace
     elif unreadable:
         _delete_rejects(con, src.path)  # keep what an earlier run read from this file
     elif not res.appended:
         _delete_staged(con, src.path)
-    for table, tbl in read.tables.items():
-        summary.n_records += buffer.add(table, tbl)
     for r in res.rejects:
         r["_run_id"] = run_id
         log.warning("%s %s: %s", r["source_path"], r["position"], r["reason"])

@@ -77,13 +77,17 @@ _WORKSPACE_FIELDS = {"name", "summary", "cwd", "git_root", "repository", "branch
                      "client_name", "created_at", "updated_at"}
 
 
+# libyaml's C loader when PyYAML was built with it (10x faster on thousands of small files)
+_YAML_LOADER = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+
+
 @reader("workspace_yaml")
 def read_workspace_yaml(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     res = ReadResult()
     raw = read_bytes(source.path)
     text = raw.lstrip(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", "replace")
     try:
-        doc = yaml.load(text, Loader=yaml.BaseLoader)  # BaseLoader: every value stays a string
+        doc = yaml.load(text, Loader=_YAML_LOADER)  # BaseLoader: every value stays a string
         if doc is None:
             doc = {}
         if not isinstance(doc, dict):
