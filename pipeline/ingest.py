@@ -29,12 +29,12 @@ from .extract.store import store_fingerprint
 from .extract.vscode import discover_vscode_user
 from .models import run_models
 from .schema import STAGING, STAR
-from .transform.star import build_star, conform, memories
+from .transform.star import EVENT_TEXT_USED, build_star, conform, memories
 from .warehouse import arrow_schema, connect, drop_all, ensure_schema, to_arrow, transaction
 
 log = logging.getLogger(__name__)
 
-SESSION_BATCH = 400
+SESSION_BATCH = 1000
 FACT_TABLES = [t.name for t in STAR if t.name.startswith("fct_") or t.name == "dim_sessions"]
 
 
@@ -365,13 +365,18 @@ def _mark_gone(con, roots: list[str], seen: set[str], priors, summary: RunSummar
     return gone
 
 
+_STAGING_PROJECTION = {"stg_events": "* replace (" + ", ".join(
+    f"case when event_type in ({', '.join(repr(t) for t in types)}) then {col} end as {col}"
+    for col, types in EVENT_TEXT_USED.items()) + ")"}
+
+
 def _rebuild(con, affected: list[str], spool_dir: Path) -> None:
     """Replace the star rows of the affected sessions (built batch by batch), then the dimensions."""
     spool = Spool(con, spool_dir)
     for start in range(0, len(affected), SESSION_BATCH):
         batch = affected[start:start + SESSION_BATCH]
-        stg = {t.name: con.sql(f'select * from "{t.name}" where session_id in (select unnest(?))',
-                               params=[batch]).pl() for t in STAGING}
+        stg = {t.name: con.sql(f'select {_STAGING_PROJECTION.get(t.name, "*")} from "{t.name}" '
+                               f"where session_id in (select unnest(?))", params=[batch]).pl() for t in STAGING}
         star = build_star(stg)
         for table in FACT_TABLES:
             spool.add(table, conform(star[table], table).to_arrow().cast(arrow_schema(table)))

@@ -179,3 +179,20 @@ def test_reading_on_several_cores_loads_exactly_what_one_core_loads(sample_home,
     assert (s1.n_records, s1.n_rejects, s1.redactions) == (s2.n_records, s2.n_rejects, s2.redactions)
     tables = STAR_TABLES + ["stg_events", "stg_tool_requests", "_rejects"]
     assert snapshot(one, tables) == snapshot(two, tables)
+    # batches of one source each, too: how sources are grouped into tasks changes nothing
+    monkeypatch.setattr(parallel, "BATCH_SOURCES", 1)
+    three = tmp_path / "three.duckdb"
+    ingest(three, [sample_home], workers=2)
+    assert snapshot(one, tables) == snapshot(three, tables)
+
+
+def test_star_rows_built_from_the_trimmed_staging_pull_equal_those_from_all_of_it(sample_home, tmp_path,
+                                                                                    monkeypatch):
+    from pipeline import ingest as ingest_module
+
+    trimmed, whole = tmp_path / "trimmed.duckdb", tmp_path / "whole.duckdb"
+    users = [REPO / "data" / "sample" / "vscode-user"]
+    ingest(trimmed, [sample_home], users)
+    monkeypatch.setattr(ingest_module, "_STAGING_PROJECTION", {})
+    ingest(whole, [sample_home], users)
+    assert snapshot(trimmed, STAR_TABLES) == snapshot(whole, STAR_TABLES)

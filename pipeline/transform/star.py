@@ -80,6 +80,16 @@ def choose_event_source(events: pl.DataFrame) -> pl.DataFrame:
     return events.join(counts, on="_source_path", how="semi")
 
 
+# The only events whose `content` / `extra` the star schema reads. Staging is pulled with those
+# columns nulled for every other event type (the ~50 KB system prompt of each session, tool
+# result details), which halves what a rebuild moves out of DuckDB. Keep in step with the code
+# below; tests/test_ingest.py checks that the star rows do not change.
+EVENT_TEXT_USED = {
+    "content": (USER_MESSAGE, ASSISTANT_MESSAGE),
+    "extra": (SESSION_START, USER_MESSAGE, SESSION_SHUTDOWN, COMPACTION_COMPLETE),
+}
+
+
 def prepare_events(events: pl.DataFrame) -> pl.DataFrame:
     """Chosen events, in order, with parsed time and the turn each event belongs to."""
     ev = choose_event_source(events).sort("session_id", "event_index")
