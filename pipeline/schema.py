@@ -467,7 +467,8 @@ BOOKKEEPING = [
         ("n_records", "BIGINT", "Records staged."), ("n_rejects", "INTEGER", "Rows added to _rejects."),
         ("n_redactions", "INTEGER", "Secrets redacted."),
         ("n_sessions_changed", "INTEGER", "Sessions whose star rows were rebuilt."),
-        ("summary", "VARCHAR", "Run summary as JSON."),
+        ("summary", "VARCHAR", "Run summary as JSON, with `phases`: the seconds spent discovering, reading, "
+                               "staging, rebuilding the star, running models and checks."),
     ),
     _t(
         "_source_files", "one row per source file", ["source_path"], "Fingerprints for incremental ingest.",
