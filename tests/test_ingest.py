@@ -172,7 +172,7 @@ def test_column_comments_reach_duckdb(sample_home, tmp_path):
 
 def test_reading_on_several_cores_loads_exactly_what_one_core_loads(sample_home, tmp_path, monkeypatch):
     from pipeline.extract import parallel
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_SOURCES", 1)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     one, two = tmp_path / "one.duckdb", tmp_path / "two.duckdb"
     s1 = ingest(one, [sample_home], workers=1)
     s2 = ingest(two, [sample_home], workers=2)

@@ -41,11 +41,14 @@ def discover_copilot_home(root: Path) -> list[Source]:
     out: list[Source] = []
     state = root / "session-state"
     if state.is_dir():
-        for entry in sorted(state.iterdir()):
+        # os.scandir: one directory read per folder, file types without a stat (10k+ sessions)
+        with os.scandir(state) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
             if entry.is_dir():
-                out.extend(_session_folder(entry, r))
-            elif entry.is_file() and entry.suffix == ".jsonl":
-                out.append(Source(str(entry), "legacy_jsonl", entry.stem, r))
+                out.extend(_session_folder(entry.path, entry.name, r))
+            elif entry.is_file() and entry.name.endswith(".jsonl"):
+                out.append(Source(entry.path, "legacy_jsonl", entry.name[: -len(".jsonl")], r))
     hist = root / "history-session-state"
     if hist.is_dir():
         for entry in sorted(hist.glob("*.json")):
@@ -56,18 +59,24 @@ def discover_copilot_home(root: Path) -> list[Source]:
     return out
 
 
-def _session_folder(folder: Path, root: str) -> list[Source]:
-    sid = folder.name
+_SESSION_FILES = (("workspace.yaml", "workspace_yaml"), ("events.jsonl", "events"),
+                  ("vscode.metadata.json", "vscode_metadata"), ("plan.md", "plan_md"),
+                  ("index.md", "session_index_md"))
+
+
+def _session_folder(folder: str, sid: str, root: str) -> list[Source]:
+    with os.scandir(folder) as it:
+        entries = {e.name: e for e in it}
     out = []
-    for name, kind in (("workspace.yaml", "workspace_yaml"), ("events.jsonl", "events"),
-                       ("vscode.metadata.json", "vscode_metadata"), ("plan.md", "plan_md"),
-                       ("index.md", "session_index_md")):
-        p = folder / name
-        if p.is_file():
-            out.append(Source(str(p), kind, sid, root))
-    cp = folder / "checkpoints"
-    if cp.is_dir() and any(cp.iterdir()):
-        out.append(Source(str(cp), "checkpoints", sid, root))
+    for name, kind in _SESSION_FILES:
+        e = entries.get(name)
+        if e is not None and e.is_file():
+            out.append(Source(e.path, kind, sid, root))
+    cp = entries.get("checkpoints")
+    if cp is not None and cp.is_dir():
+        with os.scandir(cp.path) as it:
+            if next(it, None) is not None:
+                out.append(Source(cp.path, "checkpoints", sid, root))
     return out
 
 

@@ -22,7 +22,7 @@ from ..schema import to_arrow
 from .base import APPEND_KINDS, READERS, Context, Prior, ReadResult, Source
 from .events import tail_digest
 
-PARALLEL_MIN_SOURCES = 16  # below this, starting workers costs more than it saves
+PARALLEL_MIN_BYTES = 24 * 1024 * 1024  # less to read than this: starting workers (~1 s) costs more than it saves
 BATCH_SOURCES = 64  # sources per task: one round trip and one Arrow conversion per table for all
 BATCH_BYTES = 8 * 1024 * 1024  # ... or fewer, once their files add up to this much
 WAVE = 4  # tasks in flight per worker: bounds the memory of results not yet loaded
@@ -91,6 +91,13 @@ def read_batch(jobs: list[tuple[Source, Prior | None]], run_id: str, redact: boo
     return Batch(reads, {table: to_arrow(table, rs) for table, rs in rows.items() if rs})
 
 
+def _to_read(src: Source, prior: Prior | None, size: int) -> int:
+    """About how many bytes reading a source takes: a grown log only its new bytes."""
+    if prior is not None and src.kind in APPEND_KINDS and 0 < prior.last_good_offset <= size:
+        return size - prior.last_good_offset
+    return size
+
+
 def _batches(jobs: list[tuple[Source, Prior | None, int]]) -> Iterator[list[tuple[Source, Prior | None]]]:
     batch, size = [], 0
     for src, prior, nbytes in jobs:
@@ -108,7 +115,7 @@ def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: 
     """Read every job (source, what the warehouse knows of it, its size), in order, in batches of
     consecutive sources; on several cores when there are enough of them to be worth it."""
     workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
-    if workers <= 1 or len(jobs) < PARALLEL_MIN_SOURCES:
+    if workers <= 1 or sum(_to_read(src, prior, size) for src, prior, size in jobs) < PARALLEL_MIN_BYTES:
         for batch in _batches(jobs):
             yield read_batch(batch, run_id, redact)
         return
