@@ -230,7 +230,6 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             ensure_schema(con)
             sources = discover(copilot_homes, vscode_users)
             priors = _priors(con)
-            mark = summary.phase("discover", started)
             affected: set[str] = set()
             seen: set[str] = set()
             buffer = Spool(con, spool_dir / "staging")
@@ -241,6 +240,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                 if plan is not None:
                     jobs.append((src, plan[2][0] if plan[2] else None, plan[1]))
                     planned.append(plan)
+            mark = summary.phase("discover", started)  # finding and fingerprinting the sources
             plans = iter(planned)
             done = 0
             for batch in read_all(jobs, run_id, redact, workers):
