@@ -176,7 +176,18 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"\\/", None),
     ("\u0130|\u0131|\u017f|\u212a", None),  # İ ı ſ K
 ]
-LINE_SCREEN = "|".join(p for p, _kinds in _SCREEN_PARTS)
+# Over whole lines a narrower assignment screen: a value the rule would leave alone as code
+# (``auth = refresh(session)``, common in tool output) does not flag its line. The raw value run
+# (printable ASCII but ``( \\ " ' , ; &`` and whitespace) must reach six characters and end where
+# the decoded value surely ends; a backslash (an escape) or a character outside printable ASCII
+# (Python's \\s takes Unicode spaces) before that could hide anything, and flags the line.
+# Per text the broad part stays: an assignment judged to be code still shadows the value-kind
+# matches it overlaps, so the rules run over a flagged text exactly as without the screen.
+_RUN = r"[!#$%*+\-./0-9:<=>?@A-Z\[\]^_`a-z{|}~)]"
+_ASSIGNMENT_LINE = (r"(?i:(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth)"
+                    + _ESC_Q + _ESC_WS + "[:=]" + _ESC_WS + _ESC_Q
+                    + "(?:" + _RUN + r"*(?:[^ -~\t\r\n]|\\)|" + _RUN + r"{6,}(?:[ \t\r\n\"',;&]|$)))")
+LINE_SCREEN = "|".join(_ASSIGNMENT_LINE if kinds == ("assignment",) else p for p, kinds in _SCREEN_PARTS)
 
 _SCREENS: dict[str, object] = {}
 _TEXT_SCREEN: list = []  # [RE2 set of the parts, the rules each part screens for]

@@ -74,6 +74,8 @@ _FRAGMENTS = [
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0", "sk_live_" + "c" * 20,
     "npm_" + "d" * 36, "sk-ant-" + "e" * 24, "-----BEGIN RSA PRIVATE KEY-----", "https://hooks.slack.com/services/"
     + "T0" * 12, "\u2028", "\x01", "é", "日本",
+    # values the assignment rule judges to be code, and what could end or hide one
+    "(", ")", "refresh(1)", "abcdef(x)", "self.", "UPPER_CASE", "\u00a0", "\u3000", "\\n", "\\\"",
 ]
 
 
