@@ -213,13 +213,23 @@ def _rules_to_try(text: str) -> list[tuple]:
     return [rule for rule in _COMPILED if id(rule) in wanted]  # in declared order, as the full scan
 
 
+def screen(pattern: str = LINE_SCREEN):
+    """The RE2 search function of a screen pattern over bytes, compiled once per process."""
+    compiled = _SCREENS.get(pattern)
+    if compiled is None:
+        # Latin-1: one byte is one character, so a byte that is not valid UTF-8 (which the reader
+        # decodes as U+FFFD, a character a value may hold) counts as outside printable ASCII;
+        # the non-ASCII literals above match as their UTF-8 bytes
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        compiled = _SCREENS[pattern] = re2.compile(pattern.encode(), options)
+    return compiled.search
+
+
 def screen_lines(data: bytes, line_starts: list[int], pattern: str = LINE_SCREEN) -> set[int]:
     """The indexes of the lines of ``data`` (starting at ``line_starts``) that a match of ``pattern``
     (by default: a possible secret) touches. One RE2 search per such line, none for the others."""
-    compiled = _SCREENS.get(pattern)
-    if compiled is None:
-        compiled = _SCREENS[pattern] = re2.compile(pattern.encode())
-    search, hit = compiled.search, set()
+    search, hit = screen(pattern), set()
     pos, n = 0, len(data)
     while pos < n:
         m = search(data, pos)

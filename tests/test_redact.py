@@ -164,3 +164,25 @@ def test_the_line_screen_names_the_lines_a_candidate_touches():
     starts = [0] + [i + 1 for i, ch in enumerate(data) if ch == 10]
     assert screen_lines(data, starts) == {1, 3, 4}  # a candidate broken over two lines marks both
     assert screen_lines(data, starts, "zzz") == set()
+
+
+def test_the_reader_screens_each_event_by_its_own_bytes(tmp_path):
+    """Invalid UTF-8 (read as U+FFFD), an event broken over two lines and forbidden keys reach the
+    rules and the scrubbing walk; the clean events around them are stored as they are."""
+    from pipeline.extract.base import Context, Source
+    from pipeline.extract.events import read_event_log
+
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(
+        b'{"type":"user.message","data":{"content":"auth = refresh(session)"}}\n'
+        b'{"type":"user.message","data":{"content":"token=abcdefgh\xff"}}\n'
+        b'{"type":"user.message","data":{"content":"ok","transformedContent":"password=hunter22"}}\n'
+        b'{"type":"user.message","data":{"content":"first line\n password=s3cr3tValue"}}\n'
+        b'{"type":"x.new","data":{"deep":{"reasoningText":"thought","keep":"auth = refresh(x)"}}}\n')
+    res = read_event_log(Source(str(log), "events", "s"), Context("r", Redactor()), None, "events")
+    events = res.rows["stg_events"]
+    assert [e["content"] for e in events[:3]] == [
+        "auth = refresh(session)", "token=[REDACTED:assignment]", "ok"]
+    assert events[3]["content"] == "first line\n password=[REDACTED:assignment]"  # rejoined, then redacted
+    assert "transformedContent" not in (events[2]["extra"] or "")
+    assert events[4]["extra"] == '{"deep":{"keep":"auth = refresh(x)"}}'

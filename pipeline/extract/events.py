@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from ..redact import screen_lines
+from ..redact import LINE_SCREEN, screen, screen_lines
 from .base import (
     FORBIDDEN_SCREEN,
     Context,
@@ -64,6 +64,7 @@ _LIFTED = {"content", "model", "interactionId", "turnId", "toolCallId", "toolNam
            "toolRequests"}
 # Event types whose `content` is reasoning text: never stored.
 _REASONING_TYPES = frozenset({ASSISTANT_REASONING, "assistant.reasoning_delta"})
+_SCREEN_BOTH = f"{LINE_SCREEN}|{FORBIDDEN_SCREEN}"
 
 
 def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line: int, offset: int,
@@ -208,23 +209,30 @@ def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kin
     data = read_bytes(source.path, start)  # a grown log: only the new bytes
     state = ReadState(start, start_line)
     sid = source.session_id
-    # an RE2 scan of the file's bytes finds the physical lines that may hold a secret or a forbidden
-    # key; the rules and the scrubbing walk run only on the events of those lines
+    # one RE2 scan of the file's bytes finds the physical lines that may hold a secret or a forbidden
+    # key; an event on such a line is searched for each of the two, and the rules and the scrubbing
+    # walk run only where they are needed (a text lies within its event's bytes, so a screen match
+    # for it does too)
     starts = [0]
     nl = data.find(b"\n")
     while nl != -1:
         starts.append(nl + 1)
         nl = data.find(b"\n", nl + 1)
-    secret = screen_lines(data, starts) if ctx.redact.enabled else set()
-    forbidden = screen_lines(data, starts, FORBIDDEN_SCREEN)
+    may_secret = screen() if ctx.redact.enabled else None
+    may_forbidden = screen(FORBIDDEN_SCREEN)
+    flagged = screen_lines(data, starts, _SCREEN_BOTH if may_secret else FORBIDDEN_SCREEN)
+    n_starts = len(starts)
     for item in iter_jsonl(data, 0, start_line, state, base=start):
         if isinstance(item, Record):
             first = item.line - start_line
-            span = range(first, first + item.n_lines)
-            screen = (any(i in secret for i in span), any(i in forbidden for i in span))
+            last = first + item.n_lines
+            screen_hits = (False, False)
+            if flagged and any(i in flagged for i in range(first, last)):
+                raw = data[starts[first]:starts[last] if last < n_starts else len(data)]
+                screen_hits = (bool(may_secret and may_secret(raw)), bool(may_forbidden(raw)))
             row, reqs = event_rows(item.obj, session_id=sid, source_kind=source_kind, index=index,
                                    line=item.line, offset=item.offset, source_path=source.path, ctx=ctx,
-                                   screen=screen)
+                                   screen=screen_hits)
             res.add("stg_events", row)
             for r in reqs:
                 res.add("stg_tool_requests", r)
