@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+from functools import lru_cache
 from urllib.parse import unquote, urlparse
 
 _DRIVE = re.compile(r"^/?([A-Za-z]):(/|$)")
@@ -58,8 +59,8 @@ def relativize(path: str | None, root: str | None, cwd: str | None) -> tuple[str
     p = _remote_path(normalize(path))
     if not p:
         return None, False
-    r = _remote_path(normalize(root) or "")
-    c = _remote_path(normalize(cwd)) or r
+    r = _folder(root) or ""
+    c = _folder(cwd) or r
     if not is_absolute(p):
         if not c:
             return posixpath.normpath(p), True
@@ -76,6 +77,12 @@ def relativize(path: str | None, root: str | None, cwd: str | None) -> tuple[str
     if pl.startswith(prefix):
         return p[len(prefix):], True
     return p, False
+
+
+@lru_cache(maxsize=4096)
+def _folder(path: str | None) -> str | None:
+    """A project root or working folder, normalized: the same few recur for every file of a session."""
+    return _remote_path(normalize(path))
 
 
 def _remote_path(p: str | None) -> str | None:
