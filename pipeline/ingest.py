@@ -11,6 +11,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -371,23 +372,39 @@ _STAGING_PROJECTION = {"stg_events": "* replace (" + ", ".join(
 
 
 def _rebuild(con, affected: list[str], spool_dir: Path) -> None:
-    """Replace the star rows of the affected sessions (built batch by batch), then the dimensions."""
+    """Replace the star rows of the affected sessions (built batch by batch), then the dimensions.
+
+    A batch's star rows are built on a second thread while the next batch is pulled out of DuckDB
+    and the one before is stored (polars and DuckDB release the GIL): the phase keeps both cores
+    busy instead of one, with at most two batches of staging rows in memory.
+    """
     spool = Spool(con, spool_dir)
-    for start in range(0, len(affected), SESSION_BATCH):
-        batch = affected[start:start + SESSION_BATCH]
-        stg = {t.name: con.sql(f'select {_STAGING_PROJECTION.get(t.name, "*")} from "{t.name}" '
-                               f"where session_id in (select unnest(?))", params=[batch]).pl() for t in STAGING}
-        star = build_star(stg)
-        for table in FACT_TABLES:
-            spool.add(table, conform(star[table], table).to_arrow().cast(arrow_schema(table)))
-        _upsert(con, "dim_files", star["_files"], "file_id")
-        _upsert(con, "dim_projects", star["_projects"].unique("project_id", keep="first"), "project_id")
+    batches = [affected[i:i + SESSION_BATCH] for i in range(0, len(affected), SESSION_BATCH)]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="star") as builder:
+        building = None
+        for batch in batches:
+            stg = {t.name: con.sql(f'select {_STAGING_PROJECTION.get(t.name, "*")} from "{t.name}" '
+                                   f"where session_id in (select unnest(?))", params=[batch]).pl() for t in STAGING}
+            built = building.result() if building is not None else None
+            building = builder.submit(build_star, stg)
+            del stg
+            if built is not None:
+                _store_star(con, spool, built)
+        if building is not None:
+            _store_star(con, spool, building.result())
     if affected:
         for table in FACT_TABLES:
             con.execute(f'delete from "{table}" where session_id in (select unnest(?))', [affected])
         spool.load()
         _rebuild_unowned_memories(con)
         _refresh_dimensions(con)
+
+
+def _store_star(con, spool: Spool, star: dict[str, pl.DataFrame]) -> None:
+    for table in FACT_TABLES:
+        spool.add(table, conform(star[table], table).to_arrow().cast(arrow_schema(table)))
+    _upsert(con, "dim_files", star["_files"], "file_id")
+    _upsert(con, "dim_projects", star["_projects"].unique("project_id", keep="first"), "project_id")
 
 
 def _rebuild_unowned_memories(con) -> None:
