@@ -348,6 +348,15 @@ MODELS = [
         ("tf", "INTEGER", "Occurrences of the term in the document."),
     ),
     _t(
+        "int_mention_words", "one row per session x text x word", ["session_id", "source", "ref", "word"],
+        "Words of prompts and of checkpoints' important_files that could name a file (path, file name or "
+        "stem); what `report_file_importance` counts as mentions. Per session, so an incremental ingest "
+        "extracts the words of the changed sessions only.",
+        ("source", "VARCHAR", "prompt | checkpoint"), ("project_id", "VARCHAR", "Project of the session."),
+        ("session_id", "VARCHAR", ""), ("ref", "VARCHAR", "Turn index or checkpoint number."),
+        ("word", "VARCHAR", "Lower-case run of `[a-z0-9_./-]`, trailing `./-` trimmed."),
+    ),
+    _t(
         "report_file_importance", "one row per file", ["file_id"],
         "Which files matter, per project, with the components of the score. score = 1.0*n_sessions "
         "+ 0.5*n_edits + 1.0*n_creates + 0.25*n_views + 0.5*n_days + 2.0*recency + 1.0*n_prompt_mentions "

@@ -73,25 +73,15 @@ recency as (
     group by file_id
 ),
 
--- words of prompts and of checkpoints' important_files that could name a file
+-- words of prompts and of checkpoints' important_files that could name a file: int_mention_words
 words as (
-    select distinct
-        'prompt' as source,
-        sessions.project_id,
-        turns.session_id,
-        turns.turn_index::varchar as ref,
-        rtrim(unnest(regexp_extract_all(lower(turns.user_message), '[a-z0-9_./-]+')), './-') as word
-    from fct_turns as turns
-    inner join dim_sessions as sessions on turns.session_id = sessions.session_id
-    union all
-    select distinct
-        'checkpoint' as source,
-        sessions.project_id,
-        cp.session_id,
-        cp.checkpoint_number::varchar as ref,
-        rtrim(unnest(regexp_extract_all(lower(cp.important_files), '[a-z0-9_./-]+')), './-') as word
-    from fct_checkpoints as cp
-    inner join dim_sessions as sessions on cp.session_id = sessions.session_id
+    select
+        source,
+        project_id,
+        session_id,
+        ref,
+        word
+    from int_mention_words
 ),
 
 -- a word names a file by its path, its file name, or (in prompts) its stem of 6+ characters

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import duckdb
+
 from pipeline.cli import main
 from pipeline.ingest import ingest
 from pipeline.schema import MODELS, STAR
@@ -210,3 +212,22 @@ def test_star_rows_are_the_same_whether_built_in_one_batch_or_many(sample_home, 
     s2 = ingest(many, [sample_home], users)
     assert s1.n_sessions_changed == s2.n_sessions_changed > 6  # several batches of two
     assert snapshot(one, STAR_TABLES) == snapshot(many, STAR_TABLES)
+
+
+def test_a_per_session_model_new_to_the_warehouse_is_built_for_every_session(sample_home, tmp_path):
+    """A version that adds a per-session model finds its table empty: the next incremental ingest
+    builds it for all sessions, not just the changed ones."""
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    full = snapshot(wh, ["int_mention_words", "report_file_importance"])
+    assert full["int_mention_words"]  # the sample has words that could name files
+    con = duckdb.connect(str(wh))
+    con.execute("delete from int_mention_words")  # as ensure_schema leaves a model table it just created
+    con.close()
+    log = next(iter(sample_home.glob("session-state/*/events.jsonl")))
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write('{"type":"session.info","data":{"message":"touched"},"id":"x-1",'
+                 '"timestamp":"2026-09-06T10:00:00.000Z"}\n')
+    summary = ingest(wh, [sample_home])
+    assert summary.n_sessions_changed == 1
+    assert snapshot(wh, ["int_mention_words", "report_file_importance"]) == full

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,8 +92,9 @@ def reader(kind: str):
 
 def stat_fingerprint(path: str) -> tuple[str, int]:
     """Fingerprint from metadata only (cheap): size and mtime of a file, or of every file in a folder."""
-    p = Path(path)
-    if p.is_dir():
+    st = os.stat(path)  # one system call for a file, the common case
+    if stat.S_ISDIR(st.st_mode):
+        p = Path(path)
         parts = []
         total = 0
         for child in sorted(p.rglob("*")):
@@ -101,7 +103,6 @@ def stat_fingerprint(path: str) -> tuple[str, int]:
                 total += st.st_size
                 parts.append(f"{child.relative_to(p)}:{st.st_size}:{st.st_mtime_ns}")
         return hashlib.md5("|".join(parts).encode()).hexdigest(), total
-    st = os.stat(path)
     return f"{st.st_size}:{st.st_mtime_ns}", st.st_size
 
 
