@@ -31,7 +31,7 @@ from .extract.vscode import discover_vscode_user
 from .models import run_models
 from .schema import STAGING, STAR
 from .transform.star import EVENT_TEXT_USED, build_star, conform, memories
-from .warehouse import arrow_schema, connect, drop_all, ensure_schema, to_arrow, transaction
+from .warehouse import connect, drop_all, ensure_schema, to_arrow, transaction
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ def _insert(con, table: str, rows_or_frame) -> int:
     if isinstance(rows_or_frame, pa.Table):
         tbl = rows_or_frame
     elif isinstance(rows_or_frame, pl.DataFrame):
-        tbl = conform(rows_or_frame, table).to_arrow().cast(arrow_schema(table))
+        tbl = conform(rows_or_frame, table).to_arrow()
     else:
         tbl = to_arrow(table, rows_or_frame)
     if tbl.num_rows == 0:
@@ -402,7 +402,7 @@ def _rebuild(con, affected: list[str], spool_dir: Path) -> None:
 
 def _store_star(con, spool: Spool, star: dict[str, pl.DataFrame]) -> None:
     for table in FACT_TABLES:
-        spool.add(table, conform(star[table], table).to_arrow().cast(arrow_schema(table)))
+        spool.add(table, conform(star[table], table).to_arrow())
     _upsert(con, "dim_files", star["_files"], "file_id")
     _upsert(con, "dim_projects", star["_projects"].unique("project_id", keep="first"), "project_id")
 
