@@ -4,6 +4,7 @@
 A model file is one bare SELECT whose file name is its table name. Its result is cast to the
 declared columns and types, so the warehouse always matches the declaration (a model that
 drops or renames a column fails loudly here instead of surprising a BI tool later).
+``sql/after/<name>.sql``, when it exists, is one statement run right after model ``<name>``.
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ def run_models(con, sessions: list[str] | None = None, sql_dir: Path = SQL_DIR) 
             else:
                 con.execute(f'create or replace table "{table.name}" as {select}')
                 comment(con, table)
+            after = sql_dir / "after" / f"{table.name}.sql"
+            if after.is_file():  # a statement that completes an earlier model from this one
+                con.execute(after.read_text(encoding="utf-8").strip().rstrip(";"))
         except ModelError:
             raise
         except Exception as exc:  # duckdb's error types vary; all of them mean this model is wrong

@@ -78,8 +78,9 @@ docs_with_sessions as (
         all_docs.ref,
         all_docs.text,
         all_docs.written_at,
-        case when all_docs.kind = 'memory' then all_docs.ref else sessions.title end as title,
-        len(tokenize(all_docs.text))::integer as n_terms
+        -- the token count, set from int_search_terms (sql/after/int_search_terms.sql)
+        0 as n_terms,
+        case when all_docs.kind = 'memory' then all_docs.ref else sessions.title end as title
     from all_docs
     left join sessions on all_docs.session_id = sessions.session_id
     where

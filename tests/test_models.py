@@ -85,6 +85,8 @@ def test_search_is_bm25_over_every_kind_of_text(crafted):
         ("answer:s1:0", "answer", 1), ("answer:s2:0", "answer", 3), ("answer:s3:0", "answer", 1),
         ("checkpoint:s1:1", "checkpoint", 10), ("memory:mem1", "memory", 7), ("prompt:s1:0", "prompt", 6),
         ("prompt:s1:1", "prompt", 4), ("prompt:s2:0", "prompt", 6), ("prompt:s3:0", "prompt", 5)]
+    # the lengths come from the term counts (the text is tokenized once): the same as tokenizing again
+    assert q(crafted, "select count(*) from int_search_docs where n_terms <> len(tokenize(text))") == [(0,)]
     assert q(crafted, "select score, kind, session_id, ref from search('lexer tokens')") == [
         (3.1572, "prompt", "s1", "1"), (1.2383, "answer", "s2", "0"), (0.9504, "prompt", "s2", "0")]
     assert q(crafted, "select kind, ref from search('mkdocs', k := 1)") == [("memory", "docs/plan.md")]
