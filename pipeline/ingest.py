@@ -15,11 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
-import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from . import extract  # noqa: F401  (registers the readers)
 from .checks import ChecksFailed, all_checks, run_checks
@@ -30,8 +28,11 @@ from .extract.store import store_fingerprint
 from .extract.vscode import discover_vscode_user
 from .models import run_models
 from .schema import STAGING, STAR
-from .transform.star import EVENT_TEXT_USED, build_star, conform, memories
 from .warehouse import connect, drop_all, ensure_schema, to_arrow, transaction
+
+if TYPE_CHECKING:  # loaded when a run has rows to move: a run that changed nothing starts faster
+    import polars as pl
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -139,12 +140,17 @@ def _delete_rejects(con, path: str) -> None:
 
 
 def _insert(con, table: str, rows_or_frame) -> int:
-    if isinstance(rows_or_frame, pa.Table):
-        tbl = rows_or_frame
-    elif isinstance(rows_or_frame, pl.DataFrame):
-        tbl = conform(rows_or_frame, table).to_arrow()
-    else:
+    if isinstance(rows_or_frame, list):
         tbl = to_arrow(table, rows_or_frame)
+    else:
+        import pyarrow as pa
+
+        if isinstance(rows_or_frame, pa.Table):
+            tbl = rows_or_frame
+        else:  # a polars frame
+            from .transform.star import conform
+
+            tbl = conform(rows_or_frame, table).to_arrow()
     if tbl.num_rows == 0:
         return 0
     con.register("_incoming", tbl)
@@ -174,20 +180,25 @@ class Spool:
         self.bytes = 0
 
     def add(self, table: str, rows: list[dict] | pa.Table) -> int:
-        if isinstance(rows, pa.Table):
+        if isinstance(rows, list):
+            n = len(rows)
+            self.pending_rows.setdefault(table, []).extend(rows)
+            self.bytes += n * self.ROW_BYTES
+        else:
             n = rows.num_rows
             if n:
                 self.pending.setdefault(table, []).append(rows)
                 self.bytes += rows.get_total_buffer_size()
-        else:
-            n = len(rows)
-            self.pending_rows.setdefault(table, []).extend(rows)
-            self.bytes += n * self.ROW_BYTES
         if self.bytes >= self.limit:
             self._write()
         return n
 
     def _write(self) -> None:
+        if not self.pending and not any(self.pending_rows.values()):
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         for table, rows in self.pending_rows.items():
             if rows:
                 self.pending.setdefault(table, []).append(to_arrow(table, rows))
@@ -366,9 +377,19 @@ def _mark_gone(con, roots: list[str], seen: set[str], priors, summary: RunSummar
     return gone
 
 
-_STAGING_PROJECTION = {"stg_events": "* replace (" + ", ".join(
-    f"case when event_type in ({', '.join(repr(t) for t in types)}) then {col} end as {col}"
-    for col, types in EVENT_TEXT_USED.items()) + ")"}
+_STAGING_PROJECTION: dict[str, str] | None = None  # see _staging_projection
+
+
+def _staging_projection() -> dict[str, str]:
+    """What the star rebuild selects from each staging table (built once; star.py loads polars)."""
+    global _STAGING_PROJECTION
+    if _STAGING_PROJECTION is None:
+        from .transform.star import EVENT_TEXT_USED
+
+        _STAGING_PROJECTION = {"stg_events": "* replace (" + ", ".join(
+            f"case when event_type in ({', '.join(repr(t) for t in types)}) then {col} end as {col}"
+            for col, types in EVENT_TEXT_USED.items()) + ")"}
+    return _STAGING_PROJECTION
 
 
 def _rebuild(con, affected: list[str], spool_dir: Path) -> None:
@@ -378,12 +399,17 @@ def _rebuild(con, affected: list[str], spool_dir: Path) -> None:
     and the one before is stored (polars and DuckDB release the GIL): the phase keeps both cores
     busy instead of one, with at most two batches of staging rows in memory.
     """
+    if not affected:
+        return
+    from .transform.star import build_star
+
     spool = Spool(con, spool_dir)
+    projection = _staging_projection()
     batches = [affected[i:i + SESSION_BATCH] for i in range(0, len(affected), SESSION_BATCH)]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="star") as builder:
         building = None
         for batch in batches:
-            stg = {t.name: con.sql(f'select {_STAGING_PROJECTION.get(t.name, "*")} from "{t.name}" '
+            stg = {t.name: con.sql(f'select {projection.get(t.name, "*")} from "{t.name}" '
                                    f"where session_id in (select unnest(?))", params=[batch]).pl() for t in STAGING}
             built = building.result() if building is not None else None
             building = builder.submit(build_star, stg)
@@ -392,15 +418,16 @@ def _rebuild(con, affected: list[str], spool_dir: Path) -> None:
                 _store_star(con, spool, built)
         if building is not None:
             _store_star(con, spool, building.result())
-    if affected:
-        for table in FACT_TABLES:
-            con.execute(f'delete from "{table}" where session_id in (select unnest(?))', [affected])
-        spool.load()
-        _rebuild_unowned_memories(con)
-        _refresh_dimensions(con)
+    for table in FACT_TABLES:
+        con.execute(f'delete from "{table}" where session_id in (select unnest(?))', [affected])
+    spool.load()
+    _rebuild_unowned_memories(con)
+    _refresh_dimensions(con)
 
 
 def _store_star(con, spool: Spool, star: dict[str, pl.DataFrame]) -> None:
+    from .transform.star import conform
+
     for table in FACT_TABLES:
         spool.add(table, conform(star[table], table).to_arrow())
     _upsert(con, "dim_files", star["_files"], "file_id")
@@ -409,6 +436,8 @@ def _store_star(con, spool: Spool, star: dict[str, pl.DataFrame]) -> None:
 
 def _rebuild_unowned_memories(con) -> None:
     """Memories that belong to no session (repo and user memories) are not in any session batch."""
+    from .transform.star import memories
+
     docs = con.sql("select * from stg_documents where session_id is null").pl()
     con.execute("delete from fct_memories where session_id is null")
     if not docs.is_empty():

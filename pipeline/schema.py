@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -507,17 +510,20 @@ ALL_TABLES = STAGING + STAR + MODELS + BOOKKEEPING
 TABLES = {t.name: t for t in ALL_TABLES}
 
 
-_ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(),
-          "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(), "VARCHAR[]": pa.list_(pa.string()),
-          "DATE": pa.date32()}
-
-
+@cache
 def arrow_schema(table: str) -> pa.Schema:
-    return pa.schema([(c.name, _ARROW[c.type]) for c in TABLES[table].columns])
+    import pyarrow as pa  # here, not at import: a run that reads nothing never loads pyarrow
+
+    types = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(),
+             "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(), "VARCHAR[]": pa.list_(pa.string()),
+             "DATE": pa.date32()}
+    return pa.schema([(c.name, types[c.type]) for c in TABLES[table].columns])
 
 
 def to_arrow(table: str, rows: list[dict]) -> pa.Table:
     """Rows (dicts) as an Arrow table of the declared schema; a missing key is a null."""
+    import pyarrow as pa
+
     schema = arrow_schema(table)
     if not rows:
         return schema.empty_table()

@@ -231,3 +231,14 @@ def test_a_per_session_model_new_to_the_warehouse_is_built_for_every_session(sam
     summary = ingest(wh, [sample_home])
     assert summary.n_sessions_changed == 1
     assert snapshot(wh, ["int_mention_words", "report_file_importance"]) == full
+
+
+def test_an_ingest_that_changed_nothing_loads_neither_polars_nor_pyarrow(sample_home, tmp_path):
+    """Cheap start-up: the libraries that move rows are imported only when there are rows to move."""
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    code = ("import sys; from pipeline.cli import main; "
+            f"rc = main(['ingest', '--copilot-home', {str(sample_home)!r}, '--warehouse', {str(wh)!r}, '--quiet']); "
+            "print(rc, sorted(m for m in ('polars', 'pyarrow', 'duckdb') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[-2] == "0 ['duckdb']", out.stdout + out.stderr

@@ -14,13 +14,15 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from ..redact import Redactor
 from ..schema import to_arrow
 from .base import APPEND_KINDS, READERS, Context, Prior, ReadResult, Source
 from .events import tail_digest
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PARALLEL_MIN_BYTES = 24 * 1024 * 1024  # less to read than this: starting workers (~1 s) costs more than it saves
 BATCH_SOURCES = 64  # sources per task: one round trip and one Arrow conversion per table for all
@@ -54,11 +56,15 @@ class Batch:
         return {"reads": self.reads, "tables": {name: _to_ipc(t) for name, t in self.tables.items()}}
 
     def __setstate__(self, state):
+        import pyarrow as pa
+
         self.reads = state["reads"]
         self.tables = {name: pa.ipc.open_stream(buf).read_all() for name, buf in state["tables"].items()}
 
 
 def _to_ipc(table: pa.Table) -> pa.Buffer:
+    import pyarrow as pa
+
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
