@@ -27,7 +27,7 @@ from .extract.parallel import Read, read_all
 from .extract.store import store_fingerprint
 from .extract.vscode import discover_vscode_user
 from .models import run_models
-from .schema import STAGING, STAR
+from .schema import MODELS, STAGING, STAR
 from .warehouse import connect, drop_all, ensure_schema, to_arrow, transaction
 
 if TYPE_CHECKING:  # loaded when a run has rows to move: a run that changed nothing starts faster
@@ -239,7 +239,9 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
         with transaction(con):
             if full:
                 drop_all(con)
-            ensure_schema(con)
+            # a model table this version adds (or one someone dropped) is built whole on this run,
+            # even if no source changed
+            new_models = {t.name for t in MODELS} & set(ensure_schema(con))
             sources = discover(copilot_homes, vscode_users)
             priors = _priors(con)
             affected: set[str] = set()
@@ -271,8 +273,8 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             mark = summary.phase("stage", mark)
             _rebuild(con, sorted(affected), spool_dir / "star")
             mark = summary.phase("star", mark)
-            if affected:
-                run_models(con, None if full else sorted(affected))
+            if affected or new_models:
+                run_models(con, None if full or new_models else sorted(affected))
                 mark = summary.phase("models", mark)
                 failures = run_checks(con)
                 mark = summary.phase("checks", mark)

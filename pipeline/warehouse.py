@@ -51,20 +51,25 @@ def transaction(con: duckdb.DuckDBPyConnection):
         raise
 
 
-def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create every declared table that is missing, add declared columns that are missing."""
-    existing = {r[0] for r in con.execute("select table_name from information_schema.tables "
-                                          "where table_schema = 'main'").fetchall()}
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Create every declared table that is missing, add declared columns that are missing.
+    Returns the names of the tables it created."""
+    existing: dict[str, set[str]] = {}
+    for table, column in con.execute("select table_name, column_name from information_schema.columns "
+                                     "where table_schema = 'main'").fetchall():  # one query for all tables
+        existing.setdefault(table, set()).add(column)
+    created = []
     for t in ALL_TABLES:
         if t.name not in existing:
             con.execute(t.create_sql())
             comment(con, t)
+            created.append(t.name)
             continue
-        have = {r[0] for r in con.execute("select column_name from information_schema.columns "
-                                          "where table_name = ?", [t.name]).fetchall()}
+        have = existing[t.name]
         for c in t.columns:
             if c.name not in have:
                 con.execute(f'alter table "{t.name}" add column "{c.name}" {c.type}')
+    return created
 
 
 def comment(con, t) -> None:

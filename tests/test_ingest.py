@@ -242,3 +242,20 @@ def test_an_ingest_that_changed_nothing_loads_neither_polars_nor_pyarrow(sample_
             "print(rc, sorted(m for m in ('polars', 'pyarrow', 'duckdb') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[-2] == "0 ['duckdb']", out.stdout + out.stderr
+
+
+def test_an_older_warehouse_gets_the_declared_tables_and_columns_it_lacks(sample_home, tmp_path):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    con = duckdb.connect(str(wh))
+    con.execute("alter table fct_turns drop column interaction_id")
+    con.execute("drop table report_model_usage")
+    con.close()
+    before = rows(wh, "select count(*) from fct_turns")
+    summary = ingest(wh, [sample_home])  # no source changed
+    assert summary.n_files_read == 0
+    assert rows(wh, "select count(*) from information_schema.columns where table_name = 'fct_turns' "
+                    "and column_name = 'interaction_id'") == [(1,)]
+    assert rows(wh, "select count(*) from fct_turns") == before
+    # the dropped model is back, and built (not left empty until some source changes)
+    assert rows(wh, "select count(*) from report_model_usage")[0][0] > 0
