@@ -178,6 +178,11 @@ class Spool:
         self.pending_rows: dict[str, list[dict]] = {}  # converted to Arrow once per part, not per call
         self.parts: dict[str, int] = {}
         self.bytes = 0
+        self.replaced: dict[tuple[str, str], list] = {}  # (table, key column) -> keys whose old rows go
+
+    def replace(self, table: str, column: str, key) -> None:
+        """The row of ``table`` with this key is being written anew: its old row goes at load time."""
+        self.replaced.setdefault((table, column), []).append(key)
 
     def add(self, table: str, rows: list[dict] | pa.Table) -> int:
         if isinstance(rows, list):
@@ -214,6 +219,9 @@ class Spool:
 
     def load(self) -> None:
         self._write()
+        for (table, column), keys in self.replaced.items():  # one DELETE per table, not one per row
+            self.con.execute(f'delete from "{table}" where "{column}" in (select unnest(?))', [keys])
+        self.replaced = {}
         for table in sorted(self.parts):
             glob = str(self.folder / table / "*.parquet").replace("'", "''")
             self.con.execute(f'insert into "{table}" by name select * from read_parquet(\'{glob}\')')
@@ -330,7 +338,7 @@ def _apply_read(con, read: Read, plan, run_id: str, summary: RunSummary, buffer:
         _insert(con, "_rejects", [{"source_path": src.path, "position": "file", "line_number": None,
                                    "byte_offset": None, "reason": read.error, "excerpt": "", "_run_id": run_id}])
         summary.n_rejects += 1
-        _record_source(con, buffer, prior is not None, src, fp, size, run_id)
+        _record_source(buffer, prior is not None, src, fp, size, run_id)
         return before
     if res.skipped_reason:
         summary.n_files_skipped += 1
@@ -349,14 +357,14 @@ def _apply_read(con, read: Read, plan, run_id: str, summary: RunSummary, buffer:
     summary.n_rejects += buffer.add("_rejects", res.rejects)
     summary.n_pending_tails += int(res.pending_tail)
     summary.n_files_read += 1
-    _record_source(con, buffer, prior is not None, src, fp, size, run_id, res, read.tail)
+    _record_source(buffer, prior is not None, src, fp, size, run_id, res, read.tail)
     return before | read.sessions | ({src.session_id} if src.session_id else set())
 
 
-def _record_source(con, buffer, known, src, fp, size, run_id, res=None, tail=None) -> None:
+def _record_source(buffer, known, src, fp, size, run_id, res=None, tail=None) -> None:
     """Remember a source's fingerprint (and, for logs, where to resume); ``res`` None = unreadable."""
     if known:
-        con.execute("delete from _source_files where source_path = ?", [src.path])
+        buffer.replace("_source_files", "source_path", src.path)
     mtime = os.stat(src.path).st_mtime_ns if os.path.exists(src.path) else None
     buffer.add("_source_files", [{
         "source_path": src.path, "kind": src.kind, "session_id": src.session_id, "size": size, "mtime_ns": mtime,

@@ -100,6 +100,9 @@ def test_a_grown_log_adds_exactly_the_new_records(sample_home, tmp_path):
                  '"timestamp":"2026-09-06T10:00:05.000Z","parentId":"new-1"}\n')
     summary = ingest(wh, [sample_home])
     assert summary.n_files_read == 1 and summary.n_records == 2
+    # the grown log's bookkeeping row was replaced, not added to
+    assert rows(wh, "select count(*) = count(distinct source_path) from _source_files") == [(True,)]
+    assert rows(wh, "select size from _source_files where source_path = ?", [str(log)]) == [(log.stat().st_size,)]
     assert rows(wh, "select count(*) from stg_events")[0][0] == n_before + 2
     assert rows(wh, "select turn_index, user_message, assistant_response from fct_turns where session_id = ? "
                     "order by turn_index", [sid])[-1] == (1, "one more cart question", "answer")
