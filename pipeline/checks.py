@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from .models import PER_SESSION
 from .schema import MODELS, STAR
 
 log = logging.getLogger(__name__)
@@ -37,23 +38,41 @@ class ChecksFailed(Exception):
         super().__init__("\n".join(f.describe() for f in failures))
 
 
-def key_check_sql(table: str, key: tuple[str, ...]) -> str:
+def key_check_sql(table: str, key: tuple[str, ...], rows: str | None = None) -> str:
+    """Offending rows of a key: duplicates and nulls (``rows``: a subquery to check instead of the table)."""
     cols = ", ".join(f'"{k}"' for k in key)
     nulls = " or ".join(f'"{k}" is null' for k in key)
-    return (f'select {cols}, count(*) as n_rows from "{table}" group by {cols} '
-            f"having count(*) > 1 or {nulls}")
+    source = rows or f'"{table}"'
+    return f"select {cols}, count(*) as n_rows from {source} group by {cols} having count(*) > 1 or {nulls}"
 
 
-def all_checks(checks_dir: Path = CHECKS_DIR) -> list[tuple[str, str]]:
-    out = [(f"unique_key_{t.name}", key_check_sql(t.name, t.key)) for t in STAR + MODELS]
+def all_checks(checks_dir: Path = CHECKS_DIR, *, scoped: bool = False) -> list[tuple[str, str]]:
+    """Every check as (name, SQL). ``scoped``: the keys of the per-session models are checked on
+    the rows of the sessions in the temporary table ``_check_scope`` only. The other sessions'
+    rows are as the run that wrote them checked them, and no key of those models spans two
+    sessions (each includes the session or a document id made from it; rows of no session are
+    always rebuilt, so always in scope)."""
+    out = []
+    for t in STAR + MODELS:
+        rows = None
+        if scoped and t.name in PER_SESSION:
+            rows = (f'(select * from "{t.name}" where session_id is null '
+                    f"or session_id in (select session_id from _check_scope))")
+        out.append((f"unique_key_{t.name}", key_check_sql(t.name, t.key, rows)))
     for path in sorted(checks_dir.glob("*.sql")):
         out.append((path.stem, path.read_text(encoding="utf-8")))
     return out
 
 
-def run_checks(con, checks_dir: Path = CHECKS_DIR) -> list[CheckFailure]:
+def run_checks(con, checks_dir: Path = CHECKS_DIR, *, sessions: list[str] | None = None) -> list[CheckFailure]:
+    """Run every check; ``sessions`` (an incremental ingest's changed sessions) narrows the key
+    checks of the per-session models to their rows (see ``all_checks``)."""
     failures = []
-    checks = all_checks(checks_dir)
+    scoped = sessions is not None
+    if scoped:
+        con.execute("create or replace temp table _check_scope as select unnest(?::varchar[]) as session_id",
+                    [sessions])
+    checks = all_checks(checks_dir, scoped=scoped)
     bodies = [sql.strip().rstrip(";") for _name, sql in checks]
     # one query counts the offending rows of every check (one plan, one round trip); the rows of
     # a check that fails are fetched after
@@ -63,5 +82,7 @@ def run_checks(con, checks_dir: Path = CHECKS_DIR) -> list[CheckFailure]:
         if n:
             rel = con.sql(f"select * from ({bodies[i]})")
             failures.append(CheckFailure(checks[i][0], n, rel.columns, rel.limit(SHOW_ROWS).fetchall()))
+    if scoped:
+        con.execute("drop table _check_scope")
     log.info("%d checks run, %d failed", len(checks), len(failures))
     return failures

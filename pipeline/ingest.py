@@ -282,9 +282,10 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             _rebuild(con, sorted(affected), spool_dir / "star")
             mark = summary.phase("star", mark)
             if affected or new_models:
-                run_models(con, None if full or new_models else sorted(affected))
+                scope = None if full or new_models else sorted(affected)  # None: every session
+                run_models(con, scope)
                 mark = summary.phase("models", mark)
-                failures = run_checks(con)
+                failures = run_checks(con, sessions=scope)
                 mark = summary.phase("checks", mark)
                 if failures:
                     raise ChecksFailed(failures)

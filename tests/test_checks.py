@@ -47,3 +47,23 @@ def test_a_failing_check_fails_the_run_and_leaves_the_warehouse(sample_home, tmp
     err = capsys.readouterr().err
     assert "check no_sessions_after_2026_09_10 failed: 2 offending rows" in err
     assert rows(wh, "select count(*) from stg_events") == before  # rolled back
+
+
+def test_an_incremental_run_checks_the_keys_of_per_session_models_on_the_changed_sessions(sample_home, tmp_path):
+    """Rows of unchanged sessions were checked by the run that wrote them; a key of a per-session
+    model never spans sessions, so the changed sessions' rows are what can break it."""
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    con = duckdb.connect(str(wh))
+    try:
+        changed, other = [r[0] for r in con.execute(
+            "select distinct session_id from int_topic_terms order by 1 limit 2").fetchall()]
+        con.execute("insert into int_topic_terms select * from int_topic_terms where session_id = ? limit 1",
+                    [changed])
+        in_scope = {f.name for f in checks.run_checks(con, sessions=[changed])}
+        out_of_scope = {f.name for f in checks.run_checks(con, sessions=[other])}
+        everything = {f.name for f in checks.run_checks(con)}
+    finally:
+        con.close()
+    assert in_scope == everything == {"unique_key_int_topic_terms"}
+    assert out_of_scope == set()
