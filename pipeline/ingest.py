@@ -26,7 +26,7 @@ from .extract.cli_home import discover_copilot_home
 from .extract.parallel import Read, read_all
 from .extract.store import store_fingerprint
 from .extract.vscode import discover_vscode_user
-from .models import run_models
+from .models import per_session_models_filled, run_models
 from .schema import MODELS, STAGING, STAR
 from .warehouse import connect, drop_all, ensure_schema, to_arrow, transaction
 
@@ -282,7 +282,8 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             _rebuild(con, sorted(affected), spool_dir / "star")
             mark = summary.phase("star", mark)
             if affected or new_models:
-                scope = None if full or new_models else sorted(affected)  # None: every session
+                whole = full or new_models or not per_session_models_filled(con)
+                scope = None if whole else sorted(affected)  # None: every session
                 run_models(con, scope)
                 mark = summary.phase("models", mark)
                 failures = run_checks(con, sessions=scope)

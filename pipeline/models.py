@@ -24,8 +24,10 @@ MACROS = ["tokenize", "search"]  # search() calls tokenize()
 PER_SESSION = {"int_search_docs", "int_search_terms", "int_topic_terms", "int_mention_words"}
 
 
-def _has_rows(con, table: str) -> bool:
-    return bool(con.execute(f'select exists (select 1 from "{table}")').fetchall()[0][0])
+def per_session_models_filled(con) -> bool:
+    """Whether every per-session model has rows. One without is new to this warehouse (a version
+    added it) or was emptied: then an ingest builds the models whole, not for the changed sessions."""
+    return all(con.execute(f'select exists (select 1 from "{name}")').fetchall()[0][0] for name in PER_SESSION)
 
 
 class ModelError(Exception):
@@ -60,20 +62,10 @@ def run_models(con, sessions: list[str] | None = None, sql_dir: Path = SQL_DIR) 
         try:
             sql = model_sql(table.name, sql_dir)
             select = f"select {cols} from ({sql})"
-            if incremental and table.name in PER_SESSION and _has_rows(con, table.name):
+            if incremental and table.name in PER_SESSION:
                 con.execute(f'delete from "{table.name}" where session_id is null '
                             f"or session_id in (select session_id from _model_scope)")
                 con.execute(f'insert into "{table.name}" {select}')
-            elif incremental and table.name in PER_SESSION:
-                # new (a version that added this model) or empty: built for every session once
-                con.execute("alter table _model_scope rename to _model_scope_changed")
-                con.execute("create temp table _model_scope as select session_id from dim_sessions")
-                try:
-                    con.execute(f'create or replace table "{table.name}" as {select}')
-                finally:
-                    con.execute("drop table _model_scope")
-                    con.execute("alter table _model_scope_changed rename to _model_scope")
-                comment(con, table)
             else:
                 con.execute(f'create or replace table "{table.name}" as {select}')
                 comment(con, table)
