@@ -167,13 +167,15 @@ class Spool:
 
     DuckDB keeps the rows of many small inserts in memory until the transaction commits; one
     INSERT ... SELECT from Parquet writes them to the database file as it goes. So the run stays
-    one transaction, and its memory does not grow with the size of the corpus.
+    one transaction, and its memory does not grow with the size of the corpus. Rows that never
+    filled a part (a small or incremental run) are inserted straight from memory.
     """
 
     ROW_BYTES = 256  # what a small bookkeeping row (a dict) is counted as
+    PART_BYTES = 64 * 1024 * 1024
 
-    def __init__(self, con, folder: Path, limit_bytes: int = 64 * 1024 * 1024):
-        self.con, self.folder, self.limit = con, folder, limit_bytes
+    def __init__(self, con, folder: Path, limit_bytes: int | None = None):
+        self.con, self.folder, self.limit = con, folder, limit_bytes or self.PART_BYTES
         self.pending: dict[str, list[pa.Table]] = {}
         self.pending_rows: dict[str, list[dict]] = {}  # converted to Arrow once per part, not per call
         self.parts: dict[str, int] = {}
@@ -218,15 +220,29 @@ class Spool:
         self.pending, self.bytes = {}, 0
 
     def load(self) -> None:
-        self._write()
         for (table, column), keys in self.replaced.items():  # one DELETE per table, not one per row
             self.con.execute(f'delete from "{table}" where "{column}" in (select unnest(?))', [keys])
         self.replaced = {}
+        if not self.parts:  # less than one part in all (a small or incremental run): no Parquet round trip
+            for table in sorted(set(self.pending) | set(self.pending_rows)):
+                if self.pending.get(table):
+                    _insert(self.con, table, _concat(self.pending[table]))
+                if self.pending_rows.get(table):
+                    _insert(self.con, table, self.pending_rows[table])
+            self.pending, self.pending_rows, self.bytes = {}, {}, 0
+            return
+        self._write()
         for table in sorted(self.parts):
             glob = str(self.folder / table / "*.parquet").replace("'", "''")
             self.con.execute(f'insert into "{table}" by name select * from read_parquet(\'{glob}\')')
             shutil.rmtree(self.folder / table)
         self.parts = {}
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    import pyarrow as pa
+
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
 def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[Path] | None = None, *,
