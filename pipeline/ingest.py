@@ -200,36 +200,41 @@ class Spool:
             self._write()
         return n
 
-    def _write(self) -> None:
-        if not self.pending and not any(self.pending_rows.values()):
-            return
+    def _take(self) -> dict[str, pa.Table]:
+        """The pending rows of each table as one Arrow table (tables as added, then dict rows)."""
+        if not any(self.pending.values()) and not any(self.pending_rows.values()):
+            return {}
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         for table, rows in self.pending_rows.items():
             if rows:
                 self.pending.setdefault(table, []).append(to_arrow(table, rows))
-        self.pending_rows = {}
-        for table, tables in self.pending.items():
+        taken = {table: tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+                 for table, tables in self.pending.items() if tables}
+        self.pending, self.pending_rows, self.bytes = {}, {}, 0
+        return taken
+
+    def _write(self) -> None:
+        taken = self._take()
+        if not taken:
+            return
+        import pyarrow.parquet as pq
+
+        for table, tbl in taken.items():
             n = self.parts.get(table, 0)
             (self.folder / table).mkdir(parents=True, exist_ok=True)
             # uncompressed: written twice as fast, read back once, deleted right after
-            pq.write_table(pa.concat_tables(tables), self.folder / table / f"part-{n:05d}.parquet",
-                           compression="none")
+            pq.write_table(tbl, self.folder / table / f"part-{n:05d}.parquet", compression="none")
             self.parts[table] = n + 1
-        self.pending, self.bytes = {}, 0
 
     def load(self) -> None:
         for (table, column), keys in self.replaced.items():  # one DELETE per table, not one per row
             self.con.execute(f'delete from "{table}" where "{column}" in (select unnest(?))', [keys])
         self.replaced = {}
         if not self.parts:  # less than one part in all (a small or incremental run): no Parquet round trip
-            for table in sorted(set(self.pending) | set(self.pending_rows)):
-                if self.pending.get(table):
-                    _insert(self.con, table, _concat(self.pending[table]))
-                if self.pending_rows.get(table):
-                    _insert(self.con, table, self.pending_rows[table])
-            self.pending, self.pending_rows, self.bytes = {}, {}, 0
+            taken = self._take()
+            for table in sorted(taken):
+                _insert(self.con, table, taken[table])
             return
         self._write()
         for table in sorted(self.parts):
@@ -237,12 +242,6 @@ class Spool:
             self.con.execute(f'insert into "{table}" by name select * from read_parquet(\'{glob}\')')
             shutil.rmtree(self.folder / table)
         self.parts = {}
-
-
-def _concat(tables: list[pa.Table]) -> pa.Table:
-    import pyarrow as pa
-
-    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
 def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[Path] | None = None, *,
