@@ -56,6 +56,8 @@ def discover_copilot_home(root: Path) -> list[Source]:
     store = root / "session-store.db"
     if store.is_file():
         out.append(Source(str(store), "session_store", None, r))
+    elif (root / "session-store.db-wal").is_file():
+        out.append(Source(str(root / "session-store.db-wal"), "orphan_wal", None, r))
     return out
 
 

@@ -61,7 +61,7 @@ KNOWN_TYPES = frozenset({
 # Fields lifted into their own columns; what remains of `data` goes to `extra`.
 _LIFTED = {"content", "model", "interactionId", "turnId", "toolCallId", "toolName", "name", "arguments",
            "success", "error", "result", "parentToolCallId", "mcpServerName", "outputTokens", "requestId",
-           "toolRequests"}
+           "toolRequests", "apiCallId"}
 # Event types whose `content` is reasoning text: never stored.
 _REASONING_TYPES = frozenset({ASSISTANT_REASONING, "assistant.reasoning_delta"})
 _SCREEN_BOTH = f"{LINE_SCREEN}|{FORBIDDEN_SCREEN}"
@@ -143,6 +143,7 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
         "mcp_server_name": _str(data.get("mcpServerName")),
         "output_tokens": _int(out_tokens),
         "request_id": _str(data.get("requestId")),
+        "api_call_id": _str(data.get("apiCallId") or data.get("serviceRequestId")),
         "extra": to_json(clean(extra)) if extra else None,
         "_source_path": source_path,
         "_source_line": line,

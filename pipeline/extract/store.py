@@ -131,9 +131,11 @@ _COPIES = [
     ("session_refs", "stg_store_refs",
      {c: c for c in ("session_id", "ref_type", "ref_value", "turn_index", "created_at")}, {}),
     ("assistant_usage_events", "stg_store_usage",
-     {"row_id": "id", **{c: c for c in ("session_id", "model", "input_tokens", "output_tokens",
-                                        "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-                                        "created_at")}}, {}),
+     {"row_id": "id", "token_details": "token_details_json",
+      **{c: c for c in ("session_id", "model", "input_tokens", "output_tokens", "cache_read_tokens",
+                        "cache_write_tokens", "reasoning_tokens", "total_nano_aiu", "request_multiplier",
+                        "turn_index", "agent_id", "parent_tool_call_id", "initiator", "duration_ms",
+                        "created_at")}}, {}),
 ]
 # free text a user or model wrote: redacted
 _TEXT = {"summary", "user_message", "assistant_response", "title", "overview", "history", "work_done",
@@ -158,6 +160,8 @@ def _read_tables(con, source: Source, ctx: Context, res: ReadResult) -> None:
                 v = row[src_col]
                 if types[col] in ("INTEGER", "BIGINT"):
                     out[col] = _int(v)
+                elif types[col] == "DOUBLE":
+                    out[col] = _float(v)
                 else:
                     out[col] = ctx.redact(_txt(v)) if col in _TEXT else _txt(v)
             if stg == "stg_store_usage" and out["row_id"] is None:
@@ -189,5 +193,23 @@ def _int(v):
         return v
     try:
         return int(float(v))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _float(v):
+    if v is None or isinstance(v, float):
+        return v
+    try:
+        return float(v)
     except (TypeError, ValueError):
         return None
+
+
+@reader("orphan_wal")
+def read_orphan_wal(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
+    """A ``session-store.db-wal`` whose database is gone: its pages cannot be read without it."""
+    res = ReadResult()
+    res.reject(source.path, "session-store.db-wal without its session-store.db: the write-ahead log cannot be "
+                            "read on its own (copy the database beside it to read its rows)")
+    return res

@@ -15,6 +15,7 @@ import re
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import orjson
 
@@ -68,14 +69,26 @@ def workspace_folder(storage: Path) -> str | None:
     if not isinstance(doc, dict):
         return None
     if isinstance(doc.get("folder"), str):
-        return doc["folder"]
+        return folder_path(doc["folder"])
     for key in ("configuration", "workspace"):  # a .code-workspace file: its folder is the root
         value = doc.get(key)
         if isinstance(value, dict):
             value = value.get("configPath") or value.get("path")
         if isinstance(value, str):
-            return value.rsplit("/", 1)[0] if "/" in value else value
+            return folder_path(value.rsplit("/", 1)[0] if "/" in value else value)
     return None
+
+
+def folder_path(uri: str) -> str:
+    """A workspace folder as a path: ``file:///c%3A/Users/x`` -> ``c:/Users/x``,
+    ``file:///home/x`` -> ``/home/x``. A remote (``vscode-remote://``) URI stays a URI: it is the
+    workspace's identity, and no local path names it."""
+    if not uri.startswith("file://"):
+        return uri
+    path = unquote(urlparse(uri).path)
+    if re.match(r"^/[A-Za-z]:(/|$)", path):
+        path = path[1:]
+    return path or uri
 
 
 def _child(folder: Path, name: str) -> Path | None:
@@ -261,12 +274,24 @@ def _tool_calls(request: dict) -> list[dict]:
     return out
 
 
+def _extension_version(requests) -> str | None:
+    """The Copilot Chat extension version that answered the session's first request that names one."""
+    for req in requests or []:
+        agent = req.get("agent") if isinstance(req, dict) else None
+        version = agent.get("extensionVersion") if isinstance(agent, dict) else None
+        if isinstance(version, str) and version:
+            return version
+    return None
+
+
 def chat_events(doc: dict, session_id: str, workspace: str | None) -> list[dict]:
-    """A chat session as CLI-style events."""
+    """A chat session as CLI-style events. Tool calls carry no time: a chat session records when a
+    request started and how long it took, not when each of its tool calls ran."""
     start = _iso(doc.get("creationDate"))
     ctx = {"cwd": workspace} if workspace else {}
     events = [{"type": SESSION_START, "timestamp": start,
                "data": {"sessionId": session_id, "startTime": start, "producer": "vscode-chat", "context": ctx,
+                        "copilotVersion": _extension_version(doc.get("requests")),
                         "initialLocation": doc.get("initialLocation")}}]
     for n, req in enumerate(doc.get("requests") or []):
         if not isinstance(req, dict):
@@ -282,13 +307,18 @@ def chat_events(doc: dict, session_id: str, workspace: str | None) -> list[dict]
             timings.get("totalElapsed"), (int, float)) else ts
         calls = _tool_calls(req)
         model = _model(req)
+        tokens = _request_tokens(req)
         events.append({"type": ASSISTANT_MESSAGE, "id": f"{rid}:assistant", "timestamp": _iso(done),
                        "data": {"content": _markdown_of(req.get("response")), "model": model, "interactionId": rid,
                                 "toolRequests": [{k: c[k] for k in ("toolCallId", "name", "arguments")}
                                                  for c in calls],
+                                "outputTokens": tokens.get("outputTokens"), "requestId": rid,
                                 "vote": req.get("vote"), "isCanceled": req.get("isCanceled")}})
+        if tokens.get("inputTokens") is not None:  # newer versions record the request's tokens
+            events.append({"type": "assistant.usage", "id": f"{rid}:usage", "timestamp": _iso(done),
+                           "data": {"model": model, "apiCallId": rid, **tokens}})
         for c in calls:
-            events.append({"type": TOOL_COMPLETE, "id": f"{rid}:{c['toolCallId']}", "timestamp": _iso(done),
+            events.append({"type": TOOL_COMPLETE, "id": f"{rid}:{c['toolCallId']}", "timestamp": None,
                            "data": {"toolCallId": c["toolCallId"], "toolName": c["name"], "success": c["success"],
                                     "model": model}})
         for e in req.get("editedFileEvents") or []:
@@ -298,6 +328,23 @@ def chat_events(doc: dict, session_id: str, workspace: str | None) -> list[dict]
                 events.append({"type": FILE_EDITED, "id": f"{rid}:edit:{path}", "timestamp": _iso(done),
                                "data": {"arguments": {"path": path}, "eventKind": e.get("eventKind")}})
     return events
+
+
+def _request_tokens(req: dict) -> dict:
+    """Token counts a request records (newer Copilot Chat versions): ``promptTokens`` /
+    ``completionTokens`` on the request or in ``result.usage``. Empty when it records none."""
+    result = req.get("result") if isinstance(req.get("result"), dict) else {}
+    usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+    out = {}
+    for key, names in (("inputTokens", ("promptTokens", "prompt_tokens", "inputTokens")),
+                       ("outputTokens", ("completionTokens", "completion_tokens", "outputTokens"))):
+        for src in (req, usage):
+            value = next((src.get(n) for n in names if isinstance(src.get(n), int)
+                          and not isinstance(src.get(n), bool)), None)
+            if value is not None:
+                out[key] = value
+                break
+    return out
 
 
 @reader("chat_session")
