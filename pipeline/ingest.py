@@ -28,7 +28,16 @@ from .extract.store import store_fingerprint
 from .extract.vscode import discover_vscode_user
 from .models import per_session_models_filled, run_models
 from .schema import MODELS, STAGING, STAR
-from .warehouse import connect, drop_all, ensure_schema, to_arrow, transaction
+from .warehouse import (
+    FORMAT_VERSION,
+    connect,
+    drop_all,
+    ensure_schema,
+    format_version,
+    set_format_version,
+    to_arrow,
+    transaction,
+)
 
 if TYPE_CHECKING:  # loaded when a run has rows to move: a run that changed nothing starts faster
     import polars as pl
@@ -124,6 +133,14 @@ def _staged_sessions(con, path: str, session_id: str | None = None) -> set[str]:
         rows = con.execute(f'select distinct session_id from "{t.name}" where _source_path = ? '
                            f"or starts_with(_source_path, ?)", [path, path.rstrip("/") + "/"]).fetchall()
         out.update(r[0] for r in rows if r[0])
+    return out
+
+
+def _all_staged_sessions(con) -> set[str]:
+    out: set[str] = set()
+    for t in STAGING:
+        out.update(r[0] for r in con.execute(f'select distinct session_id from "{t.name}" '
+                                             "where session_id is not null").fetchall())
     return out
 
 
@@ -264,10 +281,20 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                 drop_all(con)
             # a model table this version adds (or one someone dropped) is built whole on this run,
             # even if no source changed
-            new_models = {t.name for t in MODELS} & set(ensure_schema(con))
+            created = ensure_schema(con)
+            if "_runs" in created:  # a new warehouse: everything is read
+                summary.mode = "full"
+            new_models = {t.name for t in MODELS} & set(created)
+            affected: set[str] = set()
+            upgrade = not full and format_version(con, created) < FORMAT_VERSION
+            if upgrade:  # rows staged by an older version: read every source again, rebuild every session
+                log.warning("the warehouse was written by an older version: reading every source again and "
+                            "rebuilding every session (rows of sources no longer on disk are kept)")
+                con.execute("update _source_files set fingerprint = '', last_good_offset = 0, good_line = 1, "
+                            "tail_digest = null")
+                affected |= _all_staged_sessions(con)
             sources = discover(copilot_homes, vscode_users)
             priors = _priors(con)
-            affected: set[str] = set()
             seen: set[str] = set()
             buffer = Spool(con, spool_dir / "staging")
             jobs, planned = [], []
@@ -292,12 +319,16 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             mark = summary.phase("read", mark)
             buffer.load()
             affected |= _mark_gone(con, roots, seen, priors, summary)
+            root_repos: dict[str, str] = {}
+            if affected:  # which repository each folder is, over the whole warehouse (see star.places)
+                root_repos, moved = _root_repositories(con)
+                affected |= moved
             summary.n_sessions_changed = len(affected)
             mark = summary.phase("stage", mark)
-            _rebuild(con, sorted(affected), spool_dir / "star")
+            _rebuild(con, sorted(affected), spool_dir / "star", root_repos)
             mark = summary.phase("star", mark)
             if affected or new_models:
-                whole = full or new_models or not per_session_models_filled(con)
+                whole = full or upgrade or new_models or not per_session_models_filled(con)
                 scope = None if whole else sorted(affected)  # None: every session
                 run_models(con, scope)
                 mark = summary.phase("models", mark)
@@ -312,11 +343,13 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                 summary.tables[t.name] = con.execute(f'select count(*) from "{t.name}"').fetchone()[0]
             summary.seconds = time.perf_counter() - started
             mark = summary.phase("summary", mark)
-            con.execute("insert into _runs values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-                run_id, now.replace(tzinfo=None), datetime.now(timezone.utc).replace(tzinfo=None), summary.mode,
-                roots, summary.n_files_read, summary.n_files_unchanged, summary.n_records, summary.n_rejects,
-                summary.n_redactions, summary.n_sessions_changed,
-                orjson.dumps(summary.__dict__, default=str).decode()])
+            set_format_version(con)
+            con.execute("insert into _runs (run_id, started_at, finished_at, mode, sources, n_files_read, "
+                        "n_files_unchanged, n_records, n_rejects, n_redactions, n_sessions_changed, summary) "
+                        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+                            run_id, now, datetime.now(timezone.utc), summary.mode, roots, summary.n_files_read,
+                            summary.n_files_unchanged, summary.n_records, summary.n_rejects, summary.n_redactions,
+                            summary.n_sessions_changed, orjson.dumps(summary.__dict__, default=str).decode()])
         summary.phase("commit", mark)  # logged only: _runs was written before the commit
     finally:
         con.close()
@@ -405,21 +438,54 @@ def _mark_gone(con, roots: list[str], seen: set[str], priors, summary: RunSummar
 
 
 _STAGING_PROJECTION: dict[str, str] | None = None  # see _staging_projection
+# the large staging tables need no order (the star sorts events by position); the small ones are
+# pulled sorted (`order by all`)
+_ORDER = {"stg_events": "", "stg_tool_requests": ""}
 
 
 def _staging_projection() -> dict[str, str]:
     """What the star rebuild selects from each staging table (built once; star.py loads polars)."""
     global _STAGING_PROJECTION
     if _STAGING_PROJECTION is None:
-        from .transform.star import EVENT_TEXT_USED
+        from .transform.star import EVENT_TEXT_SQL, EVENT_TEXT_USED
+
+        def column(col: str, types: tuple[str, ...]) -> str:
+            cut = "".join(f" when event_type = '{t}' then {sql}" for t, sql in EVENT_TEXT_SQL.get(col, {}).items())
+            return f"case when event_type in ({', '.join(repr(t) for t in types)}) then {col}{cut} end as {col}"
 
         _STAGING_PROJECTION = {"stg_events": "* replace (" + ", ".join(
-            f"case when event_type in ({', '.join(repr(t) for t in types)}) then {col} end as {col}"
-            for col, types in EVENT_TEXT_USED.items()) + ")"}
+            column(col, types) for col, types in EVENT_TEXT_USED.items()) + ")"}
     return _STAGING_PROJECTION
 
 
-def _rebuild(con, affected: list[str], spool_dir: Path) -> None:
+def _root_repositories(con) -> tuple[dict[str, str], set[str]]:
+    """The repository of each folder sessions ran in, from every session's staged metadata and
+    session.start, and the sessions whose project that changes (a newly read session named the
+    repository of a folder that older sessions share: they move into its project)."""
+    import polars as pl
+
+    from .transform.star import choose_event_source, places, project_ids, root_repositories
+
+    projection = _staging_projection().get("stg_events", "*")
+    # the system prompt names the folder only for old logs whose session.start has no context: only
+    # theirs is read (a ~56 KB text per session otherwise)
+    ev = con.sql(f"""
+        select {projection} from stg_events
+        where event_type = 'session.start'
+           or (event_type = 'system.message' and session_id not in (
+                select session_id from stg_events
+                where event_type = 'session.start' and json_extract_string(extra, '$.context.cwd') is not null))
+    """).pl()
+    where = places(con.sql("select * from stg_session_meta order by all").pl(),
+                   choose_event_source(ev).sort("session_id", "event_index"))
+    root_repos = root_repositories(where)
+    expected = project_ids(where, root_repos)
+    stored = con.sql("select session_id, project_id as stored_id from dim_sessions").pl()
+    moved = expected.join(stored, on="session_id").filter(pl.col("project_id").ne_missing(pl.col("stored_id")))
+    return root_repos, set(moved["session_id"].to_list())
+
+
+def _rebuild(con, affected: list[str], spool_dir: Path, root_repos: dict[str, str] | None = None) -> None:
     """Replace the star rows of the affected sessions (built batch by batch), then the dimensions.
 
     A batch's star rows are built on a second thread while the next batch is pulled out of DuckDB
@@ -436,10 +502,12 @@ def _rebuild(con, affected: list[str], spool_dir: Path) -> None:
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="star") as builder:
         building = None
         for batch in batches:
+            # rows in a fixed order: which of two rows of one kind wins must not depend on load order
             stg = {t.name: con.sql(f'select {projection.get(t.name, "*")} from "{t.name}" '
-                                   f"where session_id in (select unnest(?))", params=[batch]).pl() for t in STAGING}
+                                   f"where session_id in (select unnest(?)){_ORDER.get(t.name, ' order by all')}",
+                                   params=[batch]).pl() for t in STAGING}
             built = building.result() if building is not None else None
-            building = builder.submit(build_star, stg)
+            building = builder.submit(build_star, stg, root_repos)
             del stg
             if built is not None:
                 _store_star(con, spool, built)
@@ -458,7 +526,6 @@ def _store_star(con, spool: Spool, star: dict[str, pl.DataFrame]) -> None:
     for table in FACT_TABLES:
         spool.add(table, conform(star[table], table).to_arrow())
     _upsert(con, "dim_files", star["_files"], "file_id")
-    _upsert(con, "dim_projects", star["_projects"].unique("project_id", keep="first"), "project_id")
 
 
 def _rebuild_unowned_memories(con) -> None:
@@ -493,15 +560,34 @@ def _refresh_dimensions(con) -> None:
                                    where t.file_id = dim_files.file_id), 0),
             extension = lower(nullif(regexp_extract(path, '(?:^|/)[^/.][^/]*\\.([A-Za-z0-9]+)$', 1), ''))
     """)
-    con.execute("delete from dim_projects where project_id not in (select project_id from dim_sessions)")
+    # every project row from its sessions, with ties broken by a fixed order: the same sessions give
+    # the same dim_projects whatever order the files were read in
+    con.execute("delete from dim_projects")
     con.execute("""
-        update dim_projects set
-            n_sessions = (select count(*) from dim_sessions s where s.project_id = dim_projects.project_id),
-            first_seen_at = (select min(started_at) from dim_sessions s where s.project_id = dim_projects.project_id),
-            last_seen_at = (select max(coalesce(ended_at, started_at)) from dim_sessions s
-                            where s.project_id = dim_projects.project_id),
-            repository = coalesce(repository, (select mode(repository) from dim_sessions s
-                                               where s.project_id = dim_projects.project_id))
+        insert into dim_projects
+        with latest as (
+            select
+                project_id,
+                first(repository order by started_at desc nulls last, session_id)
+                    filter (where repository is not null and repository <> '') as repository,
+                first(root_path order by started_at desc nulls last, session_id)
+                    filter (where root_path is not null and root_path <> '') as root_path,
+                count(*)::integer as n_sessions,
+                min(started_at) as first_seen_at,
+                max(coalesce(ended_at, started_at)) as last_seen_at
+            from dim_sessions
+            group by project_id
+        )
+        select
+            project_id,
+            coalesce(
+                nullif(regexp_extract(rtrim(repository, '/'), '[^/]*$'), ''),
+                nullif(regexp_extract(rtrim(root_path, '/'), '[^/]*$'), ''),
+                nullif(root_path, ''),
+                '(no project)'
+            ) as name,
+            repository, root_path, n_sessions, first_seen_at, last_seen_at
+        from latest
     """)
     con.execute("""
         update dim_sessions set is_gone = session_id not in (

@@ -8,6 +8,7 @@ generated from them (``python -m pipeline docs``).
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING
@@ -76,7 +77,8 @@ STAGING = [
         ("parent_tool_call_id", "VARCHAR", "`parentToolCallId` (inside subagents)."),
         ("mcp_server_name", "VARCHAR", "`mcpServerName` of MCP tool calls."),
         ("output_tokens", "BIGINT", "`outputTokens` of assistant.message."),
-        ("request_id", "VARCHAR", "`requestId` of assistant.message."),
+        ("request_id", "VARCHAR", "`requestId` of assistant.message (newer CLIs: one per prompt, not per call)."),
+        ("api_call_id", "VARCHAR", "`apiCallId`, else `serviceRequestId`: one per model call."),
         ("extra", "VARCHAR", "The rest of `data` as JSON (never reasoning text or transformedContent; "
                              "result.detailedContent only where it differs from result.content)."),
         ("_source_path", "VARCHAR", "File the row was read from."),
@@ -174,9 +176,19 @@ STAGING = [
         "session-store.db `assistant_usage_events` (one row per API request).",
         ("row_id", "BIGINT", "Row id in the source table."),
         ("session_id", "VARCHAR", ""), ("model", "VARCHAR", ""),
-        ("input_tokens", "BIGINT", ""), ("output_tokens", "BIGINT", ""),
+        ("input_tokens", "BIGINT", "Cache-inclusive: fresh + cache read + cache write."),
+        ("output_tokens", "BIGINT", ""),
         ("cache_read_tokens", "BIGINT", ""), ("cache_write_tokens", "BIGINT", ""),
-        ("reasoning_tokens", "BIGINT", ""), ("created_at", "VARCHAR", "As written."),
+        ("reasoning_tokens", "BIGINT", ""),
+        ("total_nano_aiu", "BIGINT", "Cost of the request in nano-AIU (1e9 = one AI credit)."),
+        ("request_multiplier", "DOUBLE", "Premium-request multiplier of the request."),
+        ("turn_index", "INTEGER", "Turn of the request, as the store numbers turns."),
+        ("agent_id", "VARCHAR", "Subagent that made the request."),
+        ("parent_tool_call_id", "VARCHAR", "Tool call that started the subagent."),
+        ("initiator", "VARCHAR", "What made the request (e.g. `compaction`), when recorded."),
+        ("duration_ms", "BIGINT", ""),
+        ("token_details", "VARCHAR", "`token_details_json` as written."),
+        ("created_at", "VARCHAR", "As written."),
         ("_source_path", "VARCHAR", "Database file."), ("_run_id", "VARCHAR", ""),
     ),
 ]
@@ -196,13 +208,19 @@ STAR = [
         ("sources", "VARCHAR[]", "Every source kind the session was read from, sorted."),
         ("cwd", "VARCHAR", "Working directory as written by Copilot."),
         ("git_root", "VARCHAR", "Git root, when known."),
+        ("root_path", "VARCHAR", "The session's root folder, normalized (git root, else working directory): its "
+                                 "file paths are relative to it."),
         ("repository", "VARCHAR", "owner/repo, when known."),
         ("branch", "VARCHAR", "Git branch at session start."),
-        ("copilot_version", "VARCHAR", "CLI version from session.start."),
-        ("started_at", "TIMESTAMP", "UTC start of the session."),
-        ("ended_at", "TIMESTAMP", "UTC time of the last event (or last update)."),
+        ("copilot_version", "VARCHAR", "CLI version from session.start (VS Code: the Copilot Chat extension "
+                                       "version of the requests)."),
+        ("started_at", "TIMESTAMPTZ", "UTC start of the session."),
+        ("ended_at", "TIMESTAMPTZ", "UTC time of the last event (or last update)."),
         ("duration_s", "DOUBLE", "ended_at - started_at in seconds."),
         ("n_turns", "INTEGER", "User prompts (fct_turns rows)."),
+        ("n_continuations", "INTEGER", "user.message events with no text once Copilot's injected tags are "
+                                       "removed: Copilot's own nudges (autopilot), not prompts; what follows "
+                                       "them stays with the prompt before."),
         ("n_tool_calls", "INTEGER", "Tool calls (fct_tool_calls rows)."),
         ("n_failed_tool_calls", "INTEGER", "Tool calls whose completion reported success = false."),
         ("n_events", "INTEGER", "Events read for the session (all types, incl. unknown)."),
@@ -213,14 +231,18 @@ STAR = [
     ),
     _t(
         "dim_projects", "one row per project", ["project_id"],
-        "A project is a git root (or working directory); Windows drive-letter case and separators folded.",
-        ("project_id", "VARCHAR", "md5 of the normalized root path (first 16 hex)."),
-        ("name", "VARCHAR", "Repository name, else the root folder's name."),
-        ("repository", "VARCHAR", "owner/repo, when known."),
-        ("root_path", "VARCHAR", "Normalized root path (`/` separators, lower-case drive letter)."),
+        "A project is a repository when the sessions know it (every clone and worktree of it), else a git root "
+        "(or working directory; Windows drive-letter case and separators folded), else the one `(no project)` "
+        "bucket. Derived from dim_sessions.",
+        ("project_id", "VARCHAR", "md5 of `repo:` + the lower-case repository, else of the normalized root path "
+                                  "(first 16 hex)."),
+        ("name", "VARCHAR", "Repository name, else the root folder's name, else `(no project)`."),
+        ("repository", "VARCHAR", "owner/repo, when known (of the latest session that names one)."),
+        ("root_path", "VARCHAR", "Normalized root path of the latest session (`/` separators, lower-case drive "
+                                 "letter)."),
         ("n_sessions", "INTEGER", "Sessions in the project."),
-        ("first_seen_at", "TIMESTAMP", "First session start (UTC)."),
-        ("last_seen_at", "TIMESTAMP", "Last session end (UTC)."),
+        ("first_seen_at", "TIMESTAMPTZ", "First session start (UTC)."),
+        ("last_seen_at", "TIMESTAMPTZ", "Last session end (UTC)."),
     ),
     _t(
         "dim_files", "one row per file of a project", ["file_id"],
@@ -237,13 +259,16 @@ STAR = [
         "User prompts with the assistant's visible answer until the next prompt.",
         ("session_id", "VARCHAR", "Session."),
         ("turn_index", "INTEGER", "0-based, in order."),
-        ("user_message", "VARCHAR", "What the user typed (never transformedContent), redacted."),
+        ("user_message", "VARCHAR", "What the user typed (never transformedContent), redacted; Copilot's "
+                                    "injected tags (current_datetime, reminder, ...) removed."),
         ("assistant_response", "VARCHAR", "Non-empty assistant.message texts of the turn, joined by a blank line."),
-        ("started_at", "TIMESTAMP", "UTC time of the prompt."),
-        ("ended_at", "TIMESTAMP", "UTC time of the turn's last event."),
+        ("started_at", "TIMESTAMPTZ", "UTC time of the prompt."),
+        ("ended_at", "TIMESTAMPTZ", "UTC time of the turn's last event."),
         ("interaction_id", "VARCHAR", "`interactionId` of the prompt."),
-        ("model", "VARCHAR", "Model of the turn's last assistant message."),
+        ("model", "VARCHAR", "Model of the turn's last assistant message (when the message does not name it: "
+                             "the latest model change or selected model)."),
         ("n_assistant_messages", "INTEGER", "assistant.message events in the turn."),
+        ("n_continuations", "INTEGER", "Copilot's own empty user.message nudges inside the turn."),
         ("n_tool_calls", "INTEGER", "Tool calls in the turn."),
         ("output_tokens", "BIGINT", "Sum of assistant.message outputTokens in the turn."),
         ("source_kind", "VARCHAR", "events | legacy_jsonl | history_json | store"),
@@ -254,7 +279,9 @@ STAR = [
         ("session_id", "VARCHAR", "Session."),
         ("tool_call_id", "VARCHAR", "`toolCallId`."),
         ("turn_index", "INTEGER", "Turn the call belongs to (null before the first prompt)."),
-        ("tool_name", "VARCHAR", "Tool name."),
+        ("tool_name", "VARCHAR", "Tool name as the client wrote it."),
+        ("tool_family", "VARCHAR", "What the tool does, the same whatever the client called it: read | edit | "
+                                   "create | search | shell | web | agent | mcp | other."),
         ("mcp_server_name", "VARCHAR", "MCP server, for MCP tools."),
         ("arguments", "VARCHAR", "Arguments as JSON text, redacted."),
         ("file_id", "VARCHAR", "File the call touched (dim_files), when it names one."),
@@ -264,9 +291,10 @@ STAR = [
         ("result_content", "VARCHAR", "`result.content` (what the model saw), redacted."),
         ("model", "VARCHAR", "Model that requested the call."),
         ("parent_tool_call_id", "VARCHAR", "Enclosing subagent call."),
-        ("requested_at", "TIMESTAMP", "UTC time of the assistant.message that requested it."),
-        ("started_at", "TIMESTAMP", "UTC tool.execution_start (else request time)."),
-        ("completed_at", "TIMESTAMP", "UTC tool.execution_complete."),
+        ("requested_at", "TIMESTAMPTZ", "UTC time of the assistant.message that requested it."),
+        ("started_at", "TIMESTAMPTZ", "UTC tool.execution_start (else request time); null when the source "
+                                    "does not time tool calls (VS Code chat sessions)."),
+        ("completed_at", "TIMESTAMPTZ", "UTC tool.execution_complete; null when not timed."),
         ("duration_ms", "BIGINT", "completed_at - started_at."),
     ),
     _t(
@@ -276,8 +304,8 @@ STAR = [
         ("file_id", "VARCHAR", "File."),
         ("action", "VARCHAR", "view | edit | create"),
         ("n_touches", "INTEGER", "Tool calls (or session_files rows) behind the touch."),
-        ("first_seen_at", "TIMESTAMP", "UTC time of the first touch."),
-        ("last_seen_at", "TIMESTAMP", "UTC time of the last touch."),
+        ("first_seen_at", "TIMESTAMPTZ", "UTC time of the first touch."),
+        ("last_seen_at", "TIMESTAMPTZ", "UTC time of the last touch."),
     ),
     _t(
         "fct_checkpoints", "one row per checkpoint", ["session_id", "checkpoint_number"],
@@ -286,7 +314,7 @@ STAR = [
         ("title", "VARCHAR", ""), ("overview", "VARCHAR", ""), ("history", "VARCHAR", ""),
         ("work_done", "VARCHAR", ""), ("technical_details", "VARCHAR", ""),
         ("important_files", "VARCHAR", ""), ("next_steps", "VARCHAR", ""),
-        ("created_at", "TIMESTAMP", "UTC, when known (store row or compaction event)."),
+        ("created_at", "TIMESTAMPTZ", "UTC, when known (store row or compaction event)."),
         ("source_kind", "VARCHAR", "folder_md | folder_json | store"),
     ),
     _t(
@@ -294,19 +322,74 @@ STAR = [
         "Commits, pull requests and issues a session referred to.",
         ("session_id", "VARCHAR", ""), ("ref_type", "VARCHAR", "commit | pr | issue"),
         ("ref_value", "VARCHAR", "SHA or number."), ("turn_index", "INTEGER", ""),
-        ("created_at", "TIMESTAMP", "UTC."), ("source_kind", "VARCHAR", "store | attachment"),
+        ("created_at", "TIMESTAMPTZ", "UTC."), ("source_kind", "VARCHAR", "store | attachment"),
+    ),
+    _t(
+        "fct_requests", "one row per model request, where the sources record requests", ["session_id", "request_id"],
+        "Model requests with their time: session-store.db `assistant_usage_events` rows, `assistant.usage` events "
+        "and `assistant.message` events (one per request id). Within a leg the most detailed source wins, so no "
+        "request is counted twice; messages carry output tokens only (input NULL).",
+        ("session_id", "VARCHAR", "Session."),
+        ("request_id", "VARCHAR", "`store:<row id>`, the event's requestId / id, or `event:<index>`."),
+        ("leg_index", "INTEGER", "Leg of the session (1 = from session.start to the first resume or shutdown)."),
+        ("turn_index", "INTEGER", "Prompt the request answered (null before the first prompt)."),
+        ("requested_at", "TIMESTAMPTZ", "UTC time of the request."),
+        ("model", "VARCHAR", "Model; from the latest model change or selected model when the event names none."),
+        ("input_tokens", "BIGINT", "Cache-inclusive input tokens; null when the source does not record them."),
+        ("output_tokens", "BIGINT", "Output tokens; null when not recorded."),
+        ("cache_read_tokens", "BIGINT", ""), ("cache_write_tokens", "BIGINT", ""),
+        ("reasoning_tokens", "BIGINT", ""),
+        ("nano_aiu", "BIGINT", "Logged cost in nano-AIU (1e9 = one AI credit); null when not logged per request."),
+        ("request_multiplier", "DOUBLE", "Premium-request multiplier, when logged."),
+        ("initiator", "VARCHAR", "What made the request (e.g. `compaction`), when logged."),
+        ("is_subagent", "BOOLEAN", "Made inside a subagent."),
+        ("source", "VARCHAR", "store_usage_events | usage_events | messages"),
+    ),
+    _t(
+        "fct_usage_legs", "one row per session x leg x model", ["session_id", "leg_index", "model"],
+        "Token use and cost of each leg of a session (a leg runs from session.start or a session.resume to its "
+        "session.shutdown, the next resume or the end of the log), as obtained from the best source of that "
+        "leg. A figure no source gives is NULL, never 0.",
+        ("session_id", "VARCHAR", ""), ("leg_index", "INTEGER", "1-based, in log order."),
+        ("model", "VARCHAR", "Model (`(unknown)` when no event names one)."),
+        ("started_at", "TIMESTAMPTZ", "UTC start of the leg."),
+        ("used_at", "TIMESTAMPTZ", "UTC time of the leg's last request of this model (else the leg's end): the "
+                                 "time usage reports date the leg's figures by."),
+        ("requests", "BIGINT", "Model requests."),
+        ("input_tokens", "BIGINT", "Cache-inclusive input tokens; NULL for a leg known only from its messages."),
+        ("output_tokens", "BIGINT", ""), ("cache_read_tokens", "BIGINT", ""),
+        ("cache_write_tokens", "BIGINT", ""), ("reasoning_tokens", "BIGINT", ""),
+        ("premium_requests", "DECIMAL(38,6)", "Premium requests (the legacy billing unit: requests x multiplier)."),
+        ("nano_aiu", "BIGINT", "Logged cost in nano-AIU; NULL when not logged."),
+        ("ai_credits", "DECIMAL(38,9)", "Cost in AI credits (1 credit = $0.01): logged, else estimated, else NULL."),
+        ("cost_usd", "DECIMAL(38,11)", "ai_credits x $0.01."),
+        ("token_source", "VARCHAR", "shutdown (the leg's own session.shutdown) | shutdown_delta (a cumulative "
+                                    "shutdown minus the previous one) | store_usage_events | usage_events | "
+                                    "message_output_tokens (no shutdown: the messages' outputTokens)"),
+        ("cost_source", "VARCHAR", "logged | estimated | unknown"),
+        ("price_ref", "VARCHAR", "Price table entry an estimate used (package version, provider/model)."),
+        ("is_auto", "BOOLEAN", "The leg ran on auto model selection (10% discount, applied to estimates)."),
     ),
     _t(
         "fct_usage", "one row per session x model", ["session_id", "model"],
-        "Token usage. Per-request store rows win; else session.shutdown modelMetrics (legs summed, "
-        "a leg counted once); else assistant.message outputTokens.",
+        "Token use and cost per session and model, summed over every leg (fct_usage_legs); no figure is counted "
+        "twice. A figure is NULL when any leg that made requests lacks it (never 0, never a partial sum).",
         ("session_id", "VARCHAR", ""), ("model", "VARCHAR", ""),
         ("requests", "BIGINT", "API requests."),
         ("input_tokens", "BIGINT", "Input tokens (cache-inclusive, as Copilot reports them)."),
         ("output_tokens", "BIGINT", ""), ("cache_read_tokens", "BIGINT", ""),
         ("cache_write_tokens", "BIGINT", ""), ("reasoning_tokens", "BIGINT", ""),
-        ("premium_requests", "DOUBLE", "Premium request cost from modelMetrics.requests.cost."),
-        ("usage_source", "VARCHAR", "store_usage_events | shutdown | message_output_tokens"),
+        ("premium_requests", "DECIMAL(38,6)", "Premium requests (legacy unit) from modelMetrics.requests.cost, the "
+                                       "store's request multipliers or usage checkpoints."),
+        ("nano_aiu", "BIGINT", "Logged cost in nano-AIU, when every leg logged it."),
+        ("ai_credits", "DECIMAL(38,9)", "Cost in AI credits (1 credit = $0.01)."),
+        ("cost_usd", "DECIMAL(38,11)", "Cost in US dollars."),
+        ("cost_source", "VARCHAR", "logged (every leg's cost is in the logs) | estimated (some from the price "
+                                   "table) | unknown (some leg has neither)."),
+        ("usage_source", "VARCHAR", "How the token figures were obtained: the legs' token_source values, "
+                                    "sorted and joined by `+`."),
+        ("n_legs", "INTEGER", "Legs with requests of this model."),
+        ("first_used_at", "TIMESTAMPTZ", "UTC."), ("last_used_at", "TIMESTAMPTZ", "UTC."),
     ),
     _t(
         "fct_memories", "one row per memory / plan file", ["memory_id"],
@@ -326,6 +409,17 @@ STAR = [
 # --------------------------------------------------------------------------------------------
 MODELS = [
     _t(
+        "int_usage_legs", "one row per session x leg x model", ["session_id", "leg_index", "model"],
+        "fct_usage_legs with the session's project and the UTC day each leg is dated by (its last request, "
+        "else the leg's or the session's start): the base of the report_usage_* models.",
+        ("project_id", "VARCHAR", ""), ("session_id", "VARCHAR", ""), ("leg_index", "INTEGER", ""),
+        ("model", "VARCHAR", ""), ("requests", "BIGINT", ""), ("input_tokens", "BIGINT", ""),
+        ("output_tokens", "BIGINT", ""), ("cache_read_tokens", "BIGINT", ""), ("cache_write_tokens", "BIGINT", ""),
+        ("reasoning_tokens", "BIGINT", ""), ("premium_requests", "DECIMAL(38,6)", ""),
+        ("ai_credits", "DECIMAL(38,9)", ""), ("cost_usd", "DECIMAL(38,11)", ""),
+        ("cost_source", "VARCHAR", ""), ("day", "DATE", "UTC day."),
+    ),
+    _t(
         "int_stopwords", "one row per stopword", ["term"],
         "English and programming filler words left out of topics and search.",
         ("term", "VARCHAR", "Lower-case word."),
@@ -340,7 +434,7 @@ MODELS = [
         ("ref", "VARCHAR", "turn_index, checkpoint_number or memory path."),
         ("title", "VARCHAR", "Session title, checkpoint title or memory path."),
         ("text", "VARCHAR", "The searchable text."),
-        ("written_at", "TIMESTAMP", "When it was written (UTC), when known."),
+        ("written_at", "TIMESTAMPTZ", "When it was written (UTC), when known."),
         ("n_terms", "INTEGER", "Document length in tokens (BM25's dl)."),
     ),
     _t(
@@ -377,7 +471,7 @@ MODELS = [
                               "latest activity."),
         ("n_prompt_mentions", "INTEGER", "Prompts naming the file (path, file name, or a stem of 6+ chars)."),
         ("n_checkpoint_mentions", "INTEGER", "Checkpoints whose important_files name the file."),
-        ("first_seen_at", "TIMESTAMP", "First touch (UTC)."), ("last_seen_at", "TIMESTAMP", "Last touch (UTC)."),
+        ("first_seen_at", "TIMESTAMPTZ", "First touch (UTC)."), ("last_seen_at", "TIMESTAMPTZ", "Last touch (UTC)."),
     ),
     _t(
         "report_file_coupling", "one row per pair of files changed in the same sessions",
@@ -399,7 +493,7 @@ MODELS = [
         ("source", "VARCHAR", "prompt | title | checkpoint_title | checkpoint_overview"),
         ("term", "VARCHAR", "Word or `word word` bigram."), ("n", "INTEGER", "Occurrences."),
         ("weight", "DOUBLE", "n times the source weight (titles 2, the rest 1)."),
-        ("session_started_at", "TIMESTAMP", "Session start (UTC)."),
+        ("session_started_at", "TIMESTAMPTZ", "Session start (UTC)."),
     ),
     _t(
         "int_topic_idf", "one row per topic term", ["term"],
@@ -414,7 +508,7 @@ MODELS = [
         ("project_id", "VARCHAR", ""), ("term", "VARCHAR", ""), ("weight", "DOUBLE", "See the table comment."),
         ("rank", "INTEGER", "1 = top term of the project (ties by term)."),
         ("n_sessions", "INTEGER", "Sessions of the project using the term."),
-        ("first_seen_at", "TIMESTAMP", "UTC."), ("last_seen_at", "TIMESTAMP", "UTC."),
+        ("first_seen_at", "TIMESTAMPTZ", "UTC."), ("last_seen_at", "TIMESTAMPTZ", "UTC."),
     ),
     _t(
         "report_topic_trends", "one row per project x topic term x month", ["project_id", "term", "month"],
@@ -427,28 +521,91 @@ MODELS = [
         "report_session_stats", "one row per session", ["session_id"],
         "Per-session statistics.",
         ("session_id", "VARCHAR", ""), ("project_id", "VARCHAR", ""), ("title", "VARCHAR", ""),
-        ("client", "VARCHAR", ""), ("started_at", "TIMESTAMP", "UTC."), ("duration_s", "DOUBLE", ""),
+        ("client", "VARCHAR", ""), ("started_at", "TIMESTAMPTZ", "UTC."), ("duration_s", "DOUBLE", ""),
         ("n_turns", "INTEGER", ""), ("n_tool_calls", "INTEGER", ""), ("n_failed_tool_calls", "INTEGER", ""),
         ("failure_rate", "DOUBLE", "Failed / completed tool calls."),
         ("n_files", "INTEGER", "Distinct files touched."),
         ("n_files_changed", "INTEGER", "Distinct files edited or created."),
-        ("n_checkpoints", "INTEGER", ""), ("input_tokens", "BIGINT", ""), ("output_tokens", "BIGINT", ""),
+        ("n_checkpoints", "INTEGER", ""), ("requests", "BIGINT", "Model requests."),
+        ("input_tokens", "BIGINT", "NULL when some model's legs do not record it (see fct_usage)."),
+        ("output_tokens", "BIGINT", ""),
+        ("ai_credits", "DECIMAL(38,9)", "Cost in AI credits; NULL when some part of it is unknown."),
+        ("cost_usd", "DECIMAL(38,11)", ""), ("cost_source", "VARCHAR", "logged | estimated | unknown"),
         ("models", "VARCHAR[]", ""),
     ),
     _t(
         "report_tool_usage", "one row per project x tool", ["project_id", "tool_name"],
         "How often each tool is called, how often it fails and how long it takes.",
-        ("project_id", "VARCHAR", ""), ("tool_name", "VARCHAR", ""), ("n_calls", "INTEGER", ""),
-        ("n_sessions", "INTEGER", ""), ("n_failed", "INTEGER", ""),
+        ("project_id", "VARCHAR", ""), ("tool_name", "VARCHAR", ""),
+        ("tool_family", "VARCHAR", "read | edit | create | search | shell | web | agent | mcp | other: one tool, "
+                                   "whatever each client calls it."),
+        ("n_calls", "INTEGER", ""), ("n_sessions", "INTEGER", ""), ("n_failed", "INTEGER", ""),
         ("failure_rate", "DOUBLE", "Failed / completed calls."),
         ("median_duration_ms", "DOUBLE", "Median start-to-completion time."),
     ),
     _t(
         "report_model_usage", "one row per month x model", ["month", "model"],
-        "Token use per model over time (month of session start).",
+        "Token use and cost per model over time (UTC month of use, see int_usage_legs).",
         ("month", "DATE", ""), ("model", "VARCHAR", ""), ("n_sessions", "INTEGER", ""),
-        ("requests", "BIGINT", ""), ("input_tokens", "BIGINT", ""), ("output_tokens", "BIGINT", ""),
-        ("cache_read_tokens", "BIGINT", ""),
+        ("requests", "BIGINT", ""), ("input_tokens", "BIGINT", "Sum of the known input tokens."),
+        ("output_tokens", "BIGINT", ""), ("cache_read_tokens", "BIGINT", ""),
+        ("ai_credits", "DECIMAL(38,9)", "Sum of the known costs."), ("cost_usd", "DECIMAL(38,11)", ""),
+        ("n_legs_unknown_input", "INTEGER", "Legs not in input_tokens."),
+        ("n_legs_unknown_cost", "INTEGER", "Legs not in ai_credits."),
+    ),
+    _t(
+        "report_usage_daily", "one row per UTC day x project x model", ["day", "project_id", "model"],
+        "What `python -m pipeline usage` reports: requests, tokens, AI credits and dollars. Figures sum what the "
+        "legs know; the n_legs_unknown_* columns count the legs left out of a sum (a sum with a non-zero count "
+        "beside it is a lower bound).",
+        ("day", "DATE", "UTC day the legs are dated by (their last request)."),
+        ("project_id", "VARCHAR", ""), ("model", "VARCHAR", ""),
+        ("n_sessions", "INTEGER", "Sessions with usage that day."),
+        ("requests", "BIGINT", "Model requests."),
+        ("input_tokens", "BIGINT", "Sum of the known input tokens."),
+        ("output_tokens", "BIGINT", ""), ("cache_read_tokens", "BIGINT", ""),
+        ("cache_write_tokens", "BIGINT", ""), ("reasoning_tokens", "BIGINT", ""),
+        ("premium_requests", "DECIMAL(38,6)", "Premium requests (legacy unit), where known."),
+        ("ai_credits", "DECIMAL(38,9)", "Sum of the known costs in AI credits (logged or estimated)."),
+        ("cost_usd", "DECIMAL(38,11)", "ai_credits x $0.01."),
+        ("n_legs_unknown_input", "INTEGER", "Legs with requests whose input tokens no source records (not in "
+                                            "input_tokens)."),
+        ("n_legs_unknown_cost", "INTEGER", "Legs whose cost is unknown (not in ai_credits)."),
+        ("n_legs_estimated_cost", "INTEGER", "Legs whose cost is estimated from the price table."),
+    ),
+    _t(
+        "report_usage_weekly", "one row per ISO week x project x model", ["week", "project_id", "model"],
+        "report_usage_daily by week (Monday first, UTC).",
+        ("week", "DATE", "Monday of the week."), ("project_id", "VARCHAR", ""), ("model", "VARCHAR", ""),
+        ("n_sessions", "INTEGER", "Sessions with usage that week."),
+        ("requests", "BIGINT", "Model requests."),
+        ("input_tokens", "BIGINT", "Sum of the known input tokens."),
+        ("output_tokens", "BIGINT", ""), ("cache_read_tokens", "BIGINT", ""),
+        ("cache_write_tokens", "BIGINT", ""), ("reasoning_tokens", "BIGINT", ""),
+        ("premium_requests", "DECIMAL(38,6)", "Premium requests (legacy unit), where known."),
+        ("ai_credits", "DECIMAL(38,9)", "Sum of the known costs in AI credits (logged or estimated)."),
+        ("cost_usd", "DECIMAL(38,11)", "ai_credits x $0.01."),
+        ("n_legs_unknown_input", "INTEGER", "Legs with requests whose input tokens no source records (not in "
+                                            "input_tokens)."),
+        ("n_legs_unknown_cost", "INTEGER", "Legs whose cost is unknown (not in ai_credits)."),
+        ("n_legs_estimated_cost", "INTEGER", "Legs whose cost is estimated from the price table."),
+    ),
+    _t(
+        "report_usage_monthly", "one row per month x project x model", ["month", "project_id", "model"],
+        "report_usage_daily by month (UTC).",
+        ("month", "DATE", "First day of the month."), ("project_id", "VARCHAR", ""), ("model", "VARCHAR", ""),
+        ("n_sessions", "INTEGER", "Sessions with usage that month."),
+        ("requests", "BIGINT", "Model requests."),
+        ("input_tokens", "BIGINT", "Sum of the known input tokens."),
+        ("output_tokens", "BIGINT", ""), ("cache_read_tokens", "BIGINT", ""),
+        ("cache_write_tokens", "BIGINT", ""), ("reasoning_tokens", "BIGINT", ""),
+        ("premium_requests", "DECIMAL(38,6)", "Premium requests (legacy unit), where known."),
+        ("ai_credits", "DECIMAL(38,9)", "Sum of the known costs in AI credits (logged or estimated)."),
+        ("cost_usd", "DECIMAL(38,11)", "ai_credits x $0.01."),
+        ("n_legs_unknown_input", "INTEGER", "Legs with requests whose input tokens no source records (not in "
+                                            "input_tokens)."),
+        ("n_legs_unknown_cost", "INTEGER", "Legs whose cost is unknown (not in ai_credits)."),
+        ("n_legs_estimated_cost", "INTEGER", "Legs whose cost is estimated from the price table."),
     ),
     _t(
         "report_activity_daily", "one row per UTC day with activity", ["day"],
@@ -473,7 +630,7 @@ BOOKKEEPING = [
     _t(
         "_runs", "one row per ingest run", ["run_id"], "Every ingest run.",
         ("run_id", "VARCHAR", "Run id (UTC time + random suffix)."),
-        ("started_at", "TIMESTAMP", "UTC."), ("finished_at", "TIMESTAMP", "UTC."),
+        ("started_at", "TIMESTAMPTZ", "UTC."), ("finished_at", "TIMESTAMPTZ", "UTC."),
         ("mode", "VARCHAR", "full | incremental"),
         ("sources", "VARCHAR[]", "Source roots read."),
         ("n_files_read", "INTEGER", "Files (re)read."), ("n_files_unchanged", "INTEGER", "Files skipped as unchanged."),
@@ -506,8 +663,23 @@ BOOKKEEPING = [
     ),
 ]
 
+BOOKKEEPING.append(_t(
+    "_meta", "one row per setting", ["key"], "What the warehouse knows about itself.",
+    ("key", "VARCHAR", "`format_version`: the version of what the readers stage and the star holds."),
+    ("value", "VARCHAR", ""),
+))
+
+# Bumped when a new version reads sources differently or changes a column's type: a warehouse
+# written with an older format is upgraded on the next ingest (column types altered, every source
+# still on disk read again, every session's star rows rebuilt; rows of sources gone from disk kept).
+FORMAT_VERSION = 2
+
 ALL_TABLES = STAGING + STAR + MODELS + BOOKKEEPING
 TABLES = {t.name: t for t in ALL_TABLES}
+
+
+# money is DECIMAL: sums of credits and dollars stay exact (1 nano-AIU = 1e-9 credit)
+DECIMAL = re.compile(r"^DECIMAL\((\d+),(\d+)\)$")
 
 
 @cache
@@ -515,9 +687,13 @@ def arrow_schema(table: str) -> pa.Schema:
     import pyarrow as pa  # here, not at import: a run that reads nothing never loads pyarrow
 
     types = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "BOOLEAN": pa.bool_(),
-             "TIMESTAMP": pa.timestamp("us"), "DOUBLE": pa.float64(), "VARCHAR[]": pa.list_(pa.string()),
-             "DATE": pa.date32()}
-    return pa.schema([(c.name, types[c.type]) for c in TABLES[table].columns])
+             "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"), "DOUBLE": pa.float64(),
+             "VARCHAR[]": pa.list_(pa.string()), "DATE": pa.date32()}
+
+    def arrow_type(t: str):
+        m = DECIMAL.match(t)
+        return pa.decimal128(int(m.group(1)), int(m.group(2))) if m else types[t]
+    return pa.schema([(c.name, arrow_type(c.type)) for c in TABLES[table].columns])
 
 
 def to_arrow(table: str, rows: list[dict]) -> pa.Table:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from .schema import ALL_TABLES, arrow_schema, to_arrow  # noqa: F401  (re-exported for callers)
+from .schema import ALL_TABLES, FORMAT_VERSION, MODELS, arrow_schema, to_arrow  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,8 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
         raise WarehouseError(f"no warehouse at {path}: run `python -m pipeline ingest` first")
     try:
         con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": MEMORY_LIMIT})
+        # every timestamp is TIMESTAMPTZ: shown, cast to a date and truncated in UTC whatever the machine's zone
+        con.execute("set TimeZone = 'UTC'")
         return con
     except (duckdb.IOException, duckdb.Error) as exc:
         raise WarehouseError(f"cannot open the warehouse {path}: {str(exc).splitlines()[0]}") from exc
@@ -52,12 +54,12 @@ def transaction(con: duckdb.DuckDBPyConnection):
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Create every declared table that is missing, add declared columns that are missing.
-    Returns the names of the tables it created."""
-    existing: dict[str, set[str]] = {}
-    for table, column in con.execute("select table_name, column_name from information_schema.columns "
-                                     "where table_schema = 'main'").fetchall():  # one query for all tables
-        existing.setdefault(table, set()).add(column)
+    """Create every declared table that is missing, add declared columns that are missing and give
+    columns whose declared type changed their new type. Returns the names of the tables it created."""
+    existing: dict[str, dict[str, str]] = {}
+    for table, column, dtype in con.execute("select table_name, column_name, data_type from information_schema.columns "
+                                            "where table_schema = 'main'").fetchall():  # one query for all tables
+        existing.setdefault(table, {})[column] = dtype
     created = []
     for t in ALL_TABLES:
         if t.name not in existing:
@@ -69,7 +71,32 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
         for c in t.columns:
             if c.name not in have:
                 con.execute(f'alter table "{t.name}" add column "{c.name}" {c.type}')
+            elif _type_name(have[c.name]) != _type_name(c.type):
+                # e.g. TIMESTAMP -> TIMESTAMPTZ: the naive values were UTC, and the session's zone is UTC
+                con.execute(f'alter table "{t.name}" alter column "{c.name}" type {c.type}')
     return created
+
+
+_TYPE_ALIASES = {"TIMESTAMP WITH TIME ZONE": "TIMESTAMPTZ", "TIMESTAMP_US": "TIMESTAMP"}
+
+
+def _type_name(dtype: str) -> str:
+    d = dtype.upper().strip()
+    return _TYPE_ALIASES.get(d, d)
+
+
+def format_version(con: duckdb.DuckDBPyConnection, created: list[str]) -> int:
+    """The format the warehouse's rows were written in: the current one for a new warehouse,
+    1 for one written before ``_meta`` existed."""
+    if "_runs" in created:  # a new warehouse
+        return FORMAT_VERSION
+    row = con.execute("select value from _meta where key = 'format_version'").fetchone()
+    return int(row[0]) if row and str(row[0]).isdigit() else 1
+
+
+def set_format_version(con: duckdb.DuckDBPyConnection, version: int = FORMAT_VERSION) -> None:
+    con.execute("delete from _meta where key = 'format_version'")
+    con.execute("insert into _meta values ('format_version', ?)", [str(version)])
 
 
 def comment(con, t) -> None:

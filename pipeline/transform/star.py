@@ -20,8 +20,10 @@ from ..extract.events import (
     TOOL_START,
     USER_MESSAGE,
 )
-from ..schema import TABLES
-from .paths import project_name, project_root, relativize, short_hash
+from ..schema import DECIMAL, TABLES
+from ..vocabulary import CREATE_TOOLS, EDIT_TOOLS, EDITOR_COMMANDS, VIEW_TOOLS, clean_prompt, tool_family
+from . import usage as usage_model
+from .paths import project_root, relativize, short_hash
 
 # Which event log wins when one session has several (they would double count otherwise).
 EVENT_SOURCE_RANK = {"events": 0, "legacy_jsonl": 1, "history_json": 2, "chat_session": 3, "transcript": 4}
@@ -30,13 +32,7 @@ FILE_EDITED = "vscode.file_edited"
 CHECKPOINT_SOURCE_RANK = {"folder_md": 0, "folder_json": 1, "store": 2}
 TITLE_MAX = 120
 
-VIEW_TOOLS = {"view", "read", "read_file", "view_file", "open_file", "readfile", "copilot_readfile"}
-EDIT_TOOLS = {"edit", "str_replace", "edit_file", "replace_string_in_file", "multi_replace_string_in_file",
-              "insert_edit_into_file", "apply_patch", "insert", "multiedit", "multi_edit", "copilot_applypatch",
-              "copilot_replacestring", "copilot_insertedit", "copilot_multireplacestring"}
-CREATE_TOOLS = {"create", "create_file", "write_file", "write", "new_file", "copilot_createfile"}
-_EDITOR_COMMANDS = {"view": "view", "create": "create", "str_replace": "edit", "insert": "edit",
-                    "undo_edit": "edit", "write": "create"}
+SYSTEM_MESSAGE = "system.message"
 PATH_KEYS = ("path", "file_path", "filePath", "filename", "target_file", "file", "uri")
 _PATCH_FILE = r"\*\*\* (?:Update|Add|Delete) File: ([^\n\\]+)"
 
@@ -49,16 +45,22 @@ def parse_ts(expr: pl.Expr) -> pl.Expr:
     naive = iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
     epoch = pl.when(s.str.contains(r"^\d{12,14}$")).then(
         pl.from_epoch(s.cast(pl.Int64, strict=False), time_unit="ms"))
-    return pl.coalesce(with_tz.dt.replace_time_zone(None), naive, epoch).cast(pl.Datetime("us"))
+    return pl.coalesce(with_tz, naive.dt.replace_time_zone("UTC"), epoch.dt.replace_time_zone("UTC")).cast(UTC_TS)
 
 
+UTC_TS = pl.Datetime("us", "UTC")
 _DUCK_TO_POLARS = {"VARCHAR": pl.String, "BIGINT": pl.Int64, "INTEGER": pl.Int32, "BOOLEAN": pl.Boolean,
-                   "TIMESTAMP": pl.Datetime("us"), "DOUBLE": pl.Float64, "VARCHAR[]": pl.List(pl.String),
+                   "TIMESTAMPTZ": UTC_TS, "DOUBLE": pl.Float64, "VARCHAR[]": pl.List(pl.String),
                    "DATE": pl.Date}
 
 
+def polars_type(duck_type: str):
+    m = DECIMAL.match(duck_type)
+    return pl.Decimal(int(m.group(1)), int(m.group(2))) if m else _DUCK_TO_POLARS[duck_type]
+
+
 def polars_schema(table: str) -> dict:
-    return {c.name: _DUCK_TO_POLARS[c.type] for c in TABLES[table].columns}
+    return {c.name: polars_type(c.type) for c in TABLES[table].columns}
 
 
 def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
@@ -86,38 +88,56 @@ def choose_event_source(events: pl.DataFrame) -> pl.DataFrame:
 # below; tests/test_ingest.py checks that the star rows do not change.
 EVENT_TEXT_USED = {
     "content": (USER_MESSAGE, ASSISTANT_MESSAGE),
-    "extra": (SESSION_START, USER_MESSAGE, SESSION_SHUTDOWN, COMPACTION_COMPLETE),
+    "extra": tuple(sorted({SESSION_START, USER_MESSAGE, SESSION_SHUTDOWN, COMPACTION_COMPLETE,
+                           *usage_model.USAGE_EXTRA})),
+}
+# ... and of a system message only the working directory it names (older CLIs write no context on
+# session.start; the ~56 KB prompt says `Current working directory: <path>`), cut out in SQL
+EVENT_TEXT_SQL = {
+    "content": {SYSTEM_MESSAGE: r"regexp_extract(content, 'Current working directory: *[^\r\n]+', 0)"},
 }
 
 
 def prepare_events(events: pl.DataFrame) -> pl.DataFrame:
-    """Chosen events, in order, with parsed time and the turn each event belongs to."""
+    """Chosen events, in order, with parsed time, the prompt a user.message holds once Copilot's
+    injected tags are removed (``prompt``; empty: Copilot's own nudge, not a prompt), the turn each
+    event belongs to, its leg and the model in use (see ``usage.annotate``)."""
     ev = choose_event_source(events).sort("session_id", "event_index")
-    return ev.with_columns(
+    is_user = pl.col("event_type") == USER_MESSAGE
+    ev = ev.with_columns(
         parse_ts(pl.col("ts")).alias("at"),
-        ((pl.col("event_type") == USER_MESSAGE).cast(pl.Int32).cum_sum().over("session_id") - 1)
-        .alias("turn_index"),
+        pl.when(is_user).then(pl.col("content").fill_null("")).map_elements(clean_prompt, return_dtype=pl.String)
+        .alias("prompt"),
+    ).with_columns((is_user & (pl.col("prompt").str.len_chars() > 0)).alias("is_prompt"))
+    ev = ev.with_columns(
+        (pl.col("is_prompt").cast(pl.Int32).cum_sum().over("session_id") - 1).alias("turn_index"),
     ).with_columns(pl.when(pl.col("turn_index") >= 0).then(pl.col("turn_index")).alias("turn_index"))
+    return usage_model.annotate(ev)
 
 
 def turns_from_events(ev: pl.DataFrame) -> pl.DataFrame:
     in_turn = ev.filter(pl.col("turn_index").is_not_null())
     msgs = in_turn.filter(pl.col("event_type") == ASSISTANT_MESSAGE)
-    users = in_turn.filter(pl.col("event_type") == USER_MESSAGE).select(
-        "session_id", "turn_index", pl.col("content").alias("user_message"), pl.col("at").alias("started_at"),
+    users = in_turn.filter(pl.col("is_prompt")).select(
+        "session_id", "turn_index", pl.col("prompt").alias("user_message"), pl.col("at").alias("started_at"),
         "interaction_id", pl.col("source_kind"))
     answers = msgs.group_by("session_id", "turn_index").agg(
         pl.col("content").filter(pl.col("content").str.strip_chars() != "").str.join("\n\n")
         .alias("assistant_response"),
         pl.len().alias("n_assistant_messages"),
-        pl.col("output_tokens").sum().alias("output_tokens"),
+        # NULL when no message of the turn records its tokens (never 0)
+        pl.when(pl.col("output_tokens").is_not_null().any()).then(pl.col("output_tokens").sum())
+        .alias("output_tokens"),
     )
     ends = in_turn.group_by("session_id", "turn_index").agg(
-        pl.col("at").max().alias("ended_at"), pl.col("model").drop_nulls().last().alias("model"))
+        pl.col("at").max().alias("ended_at"),
+        pl.col("eff_model").filter(pl.col("event_type") == ASSISTANT_MESSAGE).drop_nulls().last().alias("model"),
+        ((pl.col("event_type") == USER_MESSAGE) & ~pl.col("is_prompt")).sum().cast(pl.Int32)
+        .alias("n_continuations"))
     out = (users.join(answers, on=["session_id", "turn_index"], how="left")
            .join(ends, on=["session_id", "turn_index"], how="left")
            .with_columns(pl.col("assistant_response").replace("", None),
-                         pl.col("n_assistant_messages").fill_null(0)))
+                         pl.col("n_assistant_messages").fill_null(0), pl.col("n_continuations").fill_null(0)))
     return out
 
 
@@ -132,7 +152,7 @@ def turns_from_store(store_turns: pl.DataFrame, have_turns: pl.DataFrame) -> pl.
     return st.select(
         "session_id",
         (pl.col("turn_index").rank("dense").over("session_id") - 1).cast(pl.Int32).alias("turn_index"),
-        "user_message", "assistant_response",
+        pl.col("user_message").map_elements(clean_prompt, return_dtype=pl.String), "assistant_response",
         parse_ts(pl.col("ts")).alias("started_at"), parse_ts(pl.col("ts")).alias("ended_at"),
         pl.lit("store").alias("source_kind"), pl.lit(0).alias("n_assistant_messages"))
 
@@ -140,7 +160,9 @@ def turns_from_store(store_turns: pl.DataFrame, have_turns: pl.DataFrame) -> pl.
 # ------------------------------------------------------------------------------------------ tools
 def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
     """Request -> start -> complete joined by toolCallId, one row per call."""
-    turn_of = ev.select("session_id", "_source_path", "event_index", "turn_index", "at")
+    # a VS Code chat session does not time its tool calls: its synthesized events carry the request's end
+    timed = pl.when(pl.col("source_kind") != "chat_session").then(pl.col("at"))
+    turn_of = ev.select("session_id", "_source_path", "event_index", "turn_index", timed.alias("at"))
     req = (requests.join(turn_of, on=["_source_path", "event_index"], how="inner", suffix="_ev")
            .with_columns(pl.coalesce("tool_call_id", pl.format("req-{}-{}", "event_index", "request_index"))
                          .alias("tool_call_id"))
@@ -168,7 +190,7 @@ def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
     calls = (keys.join(req, on=["session_id", "tool_call_id"], how="left")
              .join(starts, on=["session_id", "tool_call_id"], how="left")
              .join(done, on=["session_id", "tool_call_id"], how="left"))
-    return calls.select(
+    calls = calls.select(
         "session_id", "tool_call_id",
         pl.coalesce("req_turn", "start_turn", "done_turn").alias("turn_index"),
         pl.coalesce("start_name", "req_name", "done_name").alias("tool_name"),
@@ -183,6 +205,11 @@ def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(
         (pl.col("completed_at") - pl.col("started_at")).dt.total_milliseconds().alias("duration_ms"),
     ).sort("session_id", "started_at", "tool_call_id", nulls_last=True)
+    families = calls.select("tool_name", "mcp_server_name").unique().with_columns(
+        pl.struct("tool_name", "mcp_server_name").map_elements(
+            lambda s: tool_family(s["tool_name"], s["mcp_server_name"]), return_dtype=pl.String).alias("tool_family"))
+    return calls.join(families, on=["tool_name", "mcp_server_name"], how="left", nulls_equal=True,
+                      maintain_order="left")
 
 
 def file_action(tool: pl.Expr, args: pl.Expr) -> pl.Expr:
@@ -191,7 +218,7 @@ def file_action(tool: pl.Expr, args: pl.Expr) -> pl.Expr:
     return (pl.when(name.is_in(list(VIEW_TOOLS))).then(pl.lit("view"))
             .when(name.is_in(list(EDIT_TOOLS))).then(pl.lit("edit"))
             .when(name.is_in(list(CREATE_TOOLS))).then(pl.lit("create"))
-            .when(name == "str_replace_editor").then(command.replace_strict(_EDITOR_COMMANDS, default=None))
+            .when(name == "str_replace_editor").then(command.replace_strict(EDITOR_COMMANDS, default=None))
             .otherwise(None))
 
 
@@ -222,29 +249,82 @@ def _meta(meta: pl.DataFrame, kind: str, cols: list[str]) -> pl.DataFrame:
     return m.select("session_id", *[pl.col(c).alias(f"{kind}_{c}") for c in cols])
 
 
+def places(meta: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
+    """Where each session ran (``cwd``, ``git_root``, ``repository``, ``branch``), each from the most
+    authoritative source that names it: session.start, workspace.yaml, the store, the system prompt, VS Code."""
+    cols = ["cwd", "git_root", "repository", "branch"]
+    ws, vs, st, vc, vt, vi = (_meta(meta, k, cols) for k in (
+        "workspace_yaml", "vscode_metadata", "store", "vscode_chat", "vscode_transcript", "vscode_index"))
+    t = pl.col("event_type")
+    sys_cwd = ev.filter(t == SYSTEM_MESSAGE).group_by("session_id").agg(
+        # older CLIs name the working folder only in the system prompt (cut out by the staging pull)
+        pl.col("content").str.extract(r"Current working directory: *([^\r\n]+)", 1).drop_nulls().first()
+        .str.strip_chars().alias("system_cwd"))
+    df = pl.concat([meta.select("session_id"), ev.select("session_id")]).filter(
+        pl.col("session_id").is_not_null()).unique()
+    for f in (ws, vs, st, vc, vt, vi, _start_context(ev), sys_cwd):
+        df = df.join(f, on="session_id", how="left")
+    return df.select(
+        "session_id",
+        pl.coalesce("ev_cwd", "workspace_yaml_cwd", "store_cwd", "system_cwd", "vscode_metadata_cwd",
+                    "vscode_chat_cwd", "vscode_transcript_cwd", "vscode_index_cwd").alias("cwd"),
+        pl.coalesce("ev_git_root", "workspace_yaml_git_root", "vscode_metadata_git_root").alias("git_root"),
+        pl.coalesce("ev_repository", "workspace_yaml_repository", "store_repository").alias("repository"),
+        pl.coalesce("ev_branch", "workspace_yaml_branch", "store_branch", "vscode_metadata_branch").alias("branch"),
+    )
+
+
+def root_repositories(places_frame: pl.DataFrame) -> dict[str, str]:
+    """The repository of each root folder, as the sessions that ran there and know it say (the one most
+    of them name; ties by name): a session that does not know its repository joins that project."""
+    known = places_frame.filter(pl.col("repository").is_not_null() & (pl.col("repository").str.strip_chars() != ""))
+    if known.is_empty():
+        return {}
+    roots = known.with_columns(pl.struct("git_root", "cwd").map_elements(
+        lambda s: project_root(s["git_root"], s["cwd"]), return_dtype=pl.String).alias("root"))
+    best = (roots.filter(pl.col("root") != "").group_by("root", "repository").len()
+            .sort(["root", "len", "repository"], descending=[False, True, False])
+            .unique("root", keep="first", maintain_order=True))
+    return dict(best.select("root", "repository").iter_rows())
+
+
+def project_ids(places_frame: pl.DataFrame, root_repos: dict[str, str]) -> pl.DataFrame:
+    """session_id, project_id, project_root for every session of ``places_frame``."""
+    keys = places_frame.select("git_root", "cwd", "repository").unique().with_columns(
+        pl.struct("git_root", "cwd", "repository").map_elements(
+            lambda s: _project_key(s["git_root"], s["cwd"], s["repository"], root_repos),
+            return_dtype=pl.Struct({"project_id": pl.String, "project_root": pl.String}),
+        ).alias("p")).unnest("p")
+    return places_frame.join(keys, on=["git_root", "cwd", "repository"], how="left", nulls_equal=True).select(
+        "session_id", "project_id", "project_root")
+
+
 def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame, calls: pl.DataFrame,
-             usage: pl.DataFrame) -> pl.DataFrame:
+             usage: pl.DataFrame, root_repos: dict[str, str]) -> pl.DataFrame:
     meta = stg["stg_session_meta"]
     ids = pl.concat([f.select("session_id") for f in stg.values() if "session_id" in f.columns]).unique()
     ids = ids.filter(pl.col("session_id").is_not_null())
-    cols = ["title", "summary", "cwd", "git_root", "repository", "branch", "host_type", "client_name",
-            "created_at", "updated_at", "first_user_message"]
+    cols = ["title", "summary", "host_type", "client_name", "created_at", "updated_at", "first_user_message"]
     ws, vs, st, vc, vt, vi = (_meta(meta, k, cols) for k in (
         "workspace_yaml", "vscode_metadata", "store", "vscode_chat", "vscode_transcript", "vscode_index"))
     ctx = _start_context(ev)
+    t = pl.col("event_type")
     ev_stats = ev.group_by("session_id").agg(
         pl.len().alias("n_events"),
-        (~pl.col("event_type").is_in(list(KNOWN_TYPES))).sum().alias("n_unknown_events"),
-        (pl.col("event_type") == SESSION_RESUME).sum().alias("n_resumes"),
+        (~t.is_in(list(KNOWN_TYPES))).sum().alias("n_unknown_events"),
+        (t == SESSION_RESUME).sum().alias("n_resumes"),
+        ((t == USER_MESSAGE) & ~pl.col("is_prompt")).sum().alias("n_continuations"),
         pl.col("at").min().alias("ev_first_at"), pl.col("at").max().alias("ev_last_at"),
-        pl.col("model").drop_nulls().unique().alias("ev_models"),
+        pl.col("eff_model").filter(t == ASSISTANT_MESSAGE).drop_nulls().unique().alias("ev_models"),
     )
+    where = places(meta, ev)
     first_prompt = turns.sort("turn_index").unique("session_id", keep="first", maintain_order=True).select(
         "session_id", pl.col("user_message").alias("first_prompt"), pl.col("started_at").alias("first_turn_at"))
     t_stats = turns.group_by("session_id").agg(pl.len().alias("n_turns"), pl.col("ended_at").max().alias("t_end"))
     c_stats = calls.group_by("session_id").agg(
         pl.len().alias("n_tool_calls"), (pl.col("is_success") == False).sum().alias("n_failed_tool_calls"))  # noqa: E712
-    u_models = usage.group_by("session_id").agg(pl.col("model").unique().alias("u_models"))
+    u_models = usage.filter(pl.col("model") != usage_model.UNKNOWN_MODEL).group_by("session_id").agg(
+        pl.col("model").unique().alias("u_models"))
     sources = pl.concat([
         f.select("session_id", pl.col("source_kind").alias("src")) for name, f in stg.items()
         if "source_kind" in f.columns and name != "stg_tool_requests"
@@ -255,10 +335,12 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame
         pl.col("src").unique().sort().alias("sources"))
 
     df = ids
-    for f in (ws, vs, st, vc, vt, vi, ctx, ev_stats, first_prompt, t_stats, c_stats, u_models, sources):
+    for f in (ws, vs, st, vc, vt, vi, ctx.select("session_id", "copilot_version", "ev_start_time", "producer"),
+              where, ev_stats, first_prompt, t_stats, c_stats, u_models, sources):
         df = df.join(f, on="session_id", how="left")
     df = df.with_columns(pl.col(c).fill_null(0) for c in (
-        "n_events", "n_unknown_events", "n_resumes", "n_turns", "n_tool_calls", "n_failed_tool_calls"))
+        "n_events", "n_unknown_events", "n_resumes", "n_continuations", "n_turns", "n_tool_calls",
+        "n_failed_tool_calls"))
     prompt_title = pl.col("first_prompt").str.replace_all(r"\s+", " ").str.strip_chars()
     prompt_title = pl.when(prompt_title.str.len_chars() > TITLE_MAX).then(
         prompt_title.str.slice(0, TITLE_MAX - 1) + "…").otherwise(prompt_title)
@@ -271,12 +353,6 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame
         .alias("title"),
         pl.coalesce("workspace_yaml_summary", "store_summary").alias("summary"),
         pl.when(is_vscode.fill_null(False)).then(pl.lit("vscode")).otherwise(pl.lit("cli")).alias("client"),
-        pl.coalesce("ev_cwd", "workspace_yaml_cwd", "store_cwd", "vscode_metadata_cwd", "vscode_chat_cwd",
-                    "vscode_transcript_cwd", "vscode_index_cwd").alias("cwd"),
-        pl.coalesce("ev_git_root", "workspace_yaml_git_root", "vscode_metadata_git_root").alias("git_root"),
-        pl.coalesce("ev_repository", "workspace_yaml_repository", "store_repository").alias("repository"),
-        pl.coalesce("ev_branch", "workspace_yaml_branch", "store_branch", "vscode_metadata_branch")
-        .alias("branch"),
         pl.min_horizontal("ev_start_time", "ev_first_at", parse_ts(pl.col("workspace_yaml_created_at")),
                           parse_ts(pl.col("store_created_at")), "first_turn_at",
                           parse_ts(pl.col("vscode_index_created_at"))).alias("started_at"),
@@ -290,18 +366,18 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame
     ).with_columns(
         ((pl.col("ended_at") - pl.col("started_at")).dt.total_milliseconds() / 1000).alias("duration_s"),
     )
-    roots = df.select("git_root", "cwd", "repository").unique()
-    roots = roots.with_columns(
-        pl.struct("git_root", "cwd", "repository").map_elements(
-            lambda s: _project_key(s["git_root"], s["cwd"], s["repository"]),
-            return_dtype=pl.Struct({"project_id": pl.String, "project_root": pl.String, "project_name": pl.String}),
-        ).alias("p")).unnest("p")
-    return df.join(roots, on=["git_root", "cwd", "repository"], how="left", nulls_equal=True)
+    keys = project_ids(where, root_repos)
+    return df.join(keys, on="session_id", how="left").with_columns(pl.col("project_root").alias("root_path"))
 
 
-def _project_key(git_root, cwd, repository):
+def _project_key(git_root, cwd, repository, root_repos: dict[str, str]) -> dict:
+    """A session's project: its repository, when it or another session run in the same folder knows it
+    (every clone and worktree of a repository is one project), else its root folder (git root, else
+    working directory), else the one no-project bucket. ``project_root`` is the session's own root,
+    which its file paths are made relative to."""
     root = project_root(git_root, cwd)
-    return {"project_id": short_hash(root), "project_root": root, "project_name": project_name(root, repository)}
+    repo = (repository or "").strip().strip("/") or root_repos.get(root, "")
+    return {"project_id": short_hash("repo:" + repo.lower()) if repo else short_hash(root), "project_root": root}
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -374,8 +450,13 @@ def checkpoints(stg_cp: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
         pl.col("extra").str.json_path_match("$.checkpointNumber").cast(pl.Int32, strict=False)
         .alias("checkpoint_number"), pl.col("at").alias("compacted_at"),
     ).filter(pl.col("checkpoint_number").is_not_null()).unique(["session_id", "checkpoint_number"], keep="last")
+    # the markdown files carry no time: the store's row for the same checkpoint, else the compaction, has one
+    store_times = (stg_cp.filter((pl.col("source_kind") == "store") & pl.col("created_at").is_not_null())
+                   .select("session_id", "checkpoint_number", parse_ts(pl.col("created_at")).alias("store_at"))
+                   .unique(["session_id", "checkpoint_number"], keep="last", maintain_order=True))
     return (cp.join(compactions, on=["session_id", "checkpoint_number"], how="left")
-            .with_columns(pl.coalesce(parse_ts(pl.col("created_at")), "compacted_at").alias("created_at")))
+            .join(store_times, on=["session_id", "checkpoint_number"], how="left")
+            .with_columns(pl.coalesce(parse_ts(pl.col("created_at")), "store_at", "compacted_at").alias("created_at")))
 
 
 def refs(store_refs: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
@@ -395,58 +476,6 @@ def refs(store_refs: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
             .unique(["session_id", "ref_type", "ref_value"], keep="last", maintain_order=True))
 
 
-def usage(ev: pl.DataFrame, store_usage: pl.DataFrame) -> pl.DataFrame:
-    """Per-request store rows, else shutdown modelMetrics, else assistant.message outputTokens."""
-    su = store_usage.filter(pl.col("session_id").is_not_null()).group_by("session_id", "model").agg(
-        pl.len().cast(pl.Int64).alias("requests"),
-        *[pl.col(c).sum().alias(c) for c in ("input_tokens", "output_tokens", "cache_read_tokens",
-                                            "cache_write_tokens", "reasoning_tokens")],
-    ).with_columns(pl.lit(None, pl.Float64).alias("premium_requests"),
-                   pl.lit("store_usage_events").alias("usage_source"))
-    rows = []
-    shut = ev.filter(pl.col("event_type") == SESSION_SHUTDOWN).select("session_id", "event_index", "extra")
-    legs: dict[tuple, dict] = {}
-    for r in shut.iter_rows(named=True):
-        data = orjson.loads(r["extra"]) if r["extra"] else {}
-        # counters are cumulative within one process (leg): the leg's last shutdown counts once
-        legs[(r["session_id"], data.get("sessionStartTime"))] = data.get("modelMetrics") or {}
-    for (sid, _leg), metrics in legs.items():
-        for model, m in metrics.items():
-            if not isinstance(m, dict):
-                continue
-            u, req = m.get("usage") or {}, m.get("requests") or {}
-            rows.append({"session_id": sid, "model": model, "requests": _i(req.get("count")),
-                         "input_tokens": _i(u.get("inputTokens")), "output_tokens": _i(u.get("outputTokens")),
-                         "cache_read_tokens": _i(u.get("cacheReadTokens")),
-                         "cache_write_tokens": _i(u.get("cacheWriteTokens")),
-                         "reasoning_tokens": _i(u.get("reasoningTokens")),
-                         "premium_requests": _f(req.get("cost"))})
-    sd = pl.DataFrame(rows, schema={"session_id": pl.String, "model": pl.String, "requests": pl.Int64,
-                                    "input_tokens": pl.Int64, "output_tokens": pl.Int64,
-                                    "cache_read_tokens": pl.Int64, "cache_write_tokens": pl.Int64,
-                                    "reasoning_tokens": pl.Int64, "premium_requests": pl.Float64})
-    sd = sd.group_by("session_id", "model").agg(pl.all().sum()).with_columns(
-        pl.lit("shutdown").alias("usage_source"))
-    msg = ev.filter((pl.col("event_type") == ASSISTANT_MESSAGE) & pl.col("model").is_not_null()).group_by(
-        "session_id", "model").agg(
-        pl.coalesce("request_id", "event_id").n_unique().cast(pl.Int64).alias("requests"),
-        pl.col("output_tokens").sum().alias("output_tokens"),
-    ).with_columns(pl.lit("message_output_tokens").alias("usage_source"))
-    sd = sd.join(su.select("session_id").unique(), on="session_id", how="anti")
-    msg = msg.join(pl.concat([su.select("session_id"), sd.select("session_id")]).unique(), on="session_id",
-                   how="anti")
-    out = pl.concat([su, sd, msg], how="diagonal_relaxed")
-    return out.sort("session_id", "model")
-
-
-def _i(v):
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _f(v):
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
 def memories(docs: pl.DataFrame) -> pl.DataFrame:
     d = docs.filter(pl.col("content").is_not_null())
     ids = d.select("_source_path", "path").unique().with_columns(
@@ -457,8 +486,9 @@ def memories(docs: pl.DataFrame) -> pl.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------ entry
-def build_star(stg: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """All star frames for the sessions present in ``stg`` (a dict of staging frames)."""
+def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None = None) -> dict[str, pl.DataFrame]:
+    """All star frames for the sessions present in ``stg`` (a dict of staging frames); ``root_repos``
+    names the repository of the folders where sessions of the whole warehouse ran (``root_repositories``)."""
     ev = prepare_events(stg["stg_events"].filter(pl.col("session_id").is_not_null()))
     t_ev = turns_from_events(ev)
     turns = pl.concat([t_ev, turns_from_store(stg["stg_store_turns"], t_ev)], how="diagonal_relaxed")
@@ -467,8 +497,9 @@ def build_star(stg: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
         pl.len().cast(pl.Int32).alias("n_tool_calls"))
     turns = turns.join(n_calls, on=["session_id", "turn_index"], how="left").with_columns(
         pl.col("n_tool_calls").fill_null(0)).sort("session_id", "turn_index")
-    use = usage(ev, stg["stg_store_usage"])
-    sess = sessions(stg, ev, turns, calls, use)
+    versions = dict(_start_context(ev).select("session_id", "copilot_version").iter_rows())
+    requests, legs, use = usage_model.build_usage(ev, stg["stg_store_usage"], turns, versions)
+    sess = sessions(stg, ev, turns, calls, use, root_repos or {})
     call_files, touches, files = file_touches(calls, stg["stg_store_files"], sess, ev)
     calls = calls.join(call_files, on=["session_id", "tool_call_id"], how="left")
     return {
@@ -478,10 +509,10 @@ def build_star(stg: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
         "fct_file_touches": conform(touches, "fct_file_touches"),
         "fct_checkpoints": conform(checkpoints(stg["stg_checkpoints"], ev), "fct_checkpoints"),
         "fct_refs": conform(refs(stg["stg_store_refs"], ev), "fct_refs"),
+        "fct_requests": conform(requests, "fct_requests"),
+        "fct_usage_legs": conform(legs, "fct_usage_legs"),
         "fct_usage": conform(use, "fct_usage"),
         "fct_memories": conform(memories(stg["stg_documents"]), "fct_memories"),
-        # partial dimensions, merged into dim_projects / dim_files by the loader
+        # partial dimension, merged into dim_files by the loader (dim_projects is derived from dim_sessions)
         "_files": files.filter(pl.col("file_id").is_not_null()),
-        "_projects": sess.select("project_id", pl.col("project_name").alias("name"), "repository",
-                                 pl.col("project_root").alias("root_path")),
     }
