@@ -1,30 +1,30 @@
 -- report_activity_daily: one row per UTC day with any activity
 with session_days as (
     select
-        started_at::date as day,
+        timezone('UTC', started_at)::date as day,
         count(*)::integer as n_sessions
     from dim_sessions
     where started_at is not null
-    group by started_at::date
+    group by timezone('UTC', started_at)::date
 ),
 
 turn_days as (
     select
-        started_at::date as day,
+        timezone('UTC', started_at)::date as day,
         count(*)::integer as n_turns
     from fct_turns
     where started_at is not null
-    group by started_at::date
+    group by timezone('UTC', started_at)::date
 ),
 
 call_days as (
     select
-        started_at::date as day,
+        timezone('UTC', started_at)::date as day,
         count(*)::integer as n_tool_calls,
         (count(*) filter (where not is_success))::integer as n_failed_tool_calls
     from fct_tool_calls
     where started_at is not null
-    group by started_at::date
+    group by timezone('UTC', started_at)::date
 ),
 
 days as (

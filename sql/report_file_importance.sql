@@ -56,7 +56,7 @@ touch_counts as (
         coalesce(sum(n_touches) filter (where action = 'edit'), 0)::integer as n_edits,
         coalesce(sum(n_touches) filter (where action = 'create'), 0)::integer as n_creates,
         coalesce(sum(n_touches) filter (where action = 'view'), 0)::integer as n_views,
-        count(distinct first_seen_at::date)::integer as n_days,
+        count(distinct timezone('UTC', first_seen_at)::date)::integer as n_days,
         min(first_seen_at) as first_seen_at,
         max(last_seen_at) as last_seen_at
     from touches

@@ -1,29 +1,20 @@
--- report_model_usage: one row per month x model (month of the session's start)
-with usage as (
+-- report_model_usage: one row per month x model (UTC month the usage happened in, see
+-- int_usage_legs); sums of what the legs know, with the count of legs whose input or cost is unknown
+with monthly as (
     select
-        usage.model,
-        usage.session_id,
-        usage.requests,
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_read_tokens,
-        (date_trunc('month', sessions.started_at))::date as month
-    from fct_usage as usage
-    inner join dim_sessions as sessions on usage.session_id = sessions.session_id
-    where sessions.started_at is not null
-),
-
-monthly as (
-    select
-        month,
         model,
+        (date_trunc('month', day))::date as month,
         count(distinct session_id)::integer as n_sessions,
         sum(requests)::bigint as requests,
         sum(input_tokens)::bigint as input_tokens,
         sum(output_tokens)::bigint as output_tokens,
-        sum(cache_read_tokens)::bigint as cache_read_tokens
-    from usage
-    group by month, model
+        sum(cache_read_tokens)::bigint as cache_read_tokens,
+        sum(ai_credits) as ai_credits,
+        sum(cost_usd) as cost_usd,
+        (count(*) filter (where input_tokens is null and requests > 0))::integer as n_legs_unknown_input,
+        (count(*) filter (where cost_source = 'unknown'))::integer as n_legs_unknown_cost
+    from int_usage_legs
+    group by (date_trunc('month', day))::date, model
 )
 
 select * from monthly

@@ -25,10 +25,19 @@ checkpoints as (
 ),
 
 usage as (
+    -- a figure some model of the session does not know is not known for the session (NULL)
     select
         session_id,
-        sum(input_tokens)::bigint as input_tokens,
-        sum(output_tokens)::bigint as output_tokens
+        sum(requests)::bigint as requests,
+        (case when count(input_tokens) = count(*) then sum(input_tokens) end)::bigint as input_tokens,
+        (case when count(output_tokens) = count(*) then sum(output_tokens) end)::bigint as output_tokens,
+        case when count(ai_credits) = count(*) then sum(ai_credits) end as ai_credits,
+        case when count(cost_usd) = count(*) then sum(cost_usd) end as cost_usd,
+        case
+            when bool_or(cost_source = 'unknown') then 'unknown'
+            when bool_or(cost_source = 'estimated') then 'estimated'
+            else 'logged'
+        end as cost_source
     from fct_usage
     group by session_id
 ),
@@ -44,8 +53,12 @@ stats as (
         sessions.n_turns,
         sessions.n_tool_calls,
         sessions.n_failed_tool_calls,
+        usage.requests,
         usage.input_tokens,
         usage.output_tokens,
+        usage.ai_credits,
+        usage.cost_usd,
+        usage.cost_source,
         sessions.models,
         round(sessions.n_failed_tool_calls / nullif(calls.n_completed, 0), 4) as failure_rate,
         coalesce(files.n_files, 0) as n_files,

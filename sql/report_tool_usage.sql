@@ -4,6 +4,7 @@ with calls as (
         sessions.project_id,
         calls.session_id,
         calls.tool_name,
+        calls.tool_family,
         calls.is_success,
         calls.duration_ms
     from fct_tool_calls as calls
@@ -15,6 +16,7 @@ usage as (
     select
         project_id,
         tool_name,
+        any_value(tool_family) as tool_family,
         count(*)::integer as n_calls,
         count(distinct session_id)::integer as n_sessions,
         count(*) filter (where not is_success)::integer as n_failed,

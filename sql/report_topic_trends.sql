@@ -11,13 +11,13 @@ monthly as (
     select
         terms.project_id,
         terms.term,
-        (date_trunc('month', terms.session_started_at))::date as month,
+        (date_trunc('month', timezone('UTC', terms.session_started_at)))::date as month,
         count(distinct terms.session_id)::integer as n_sessions,
         sum(terms.weight) as tf
     from int_topic_terms as terms
     inner join top_terms on terms.project_id = top_terms.project_id and terms.term = top_terms.term
     where terms.session_started_at is not null
-    group by terms.project_id, terms.term, (date_trunc('month', terms.session_started_at))::date
+    group by terms.project_id, terms.term, (date_trunc('month', timezone('UTC', terms.session_started_at)))::date
 ),
 
 weighted as (

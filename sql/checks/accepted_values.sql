@@ -27,4 +27,41 @@ select
     'fct_usage.usage_source' as column_name,
     usage_source as bad_value
 from fct_usage
-where usage_source not in ('store_usage_events', 'shutdown', 'message_output_tokens')
+where
+    not list_has_all(
+        ['store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'message_output_tokens'],
+        string_split(usage_source, '+')
+    )
+union all
+select
+    'fct_usage_legs.token_source' as column_name,
+    token_source as bad_value
+from fct_usage_legs
+where
+    token_source not in (
+        'store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'message_output_tokens'
+    )
+union all
+select
+    'fct_usage.cost_source' as column_name,
+    cost_source as bad_value
+from fct_usage
+where cost_source not in ('logged', 'estimated', 'unknown')
+union all
+select
+    'fct_usage_legs.cost_source' as column_name,
+    cost_source as bad_value
+from fct_usage_legs
+where cost_source not in ('logged', 'estimated', 'unknown')
+union all
+select
+    'fct_requests.source' as column_name,
+    source as bad_value
+from fct_requests
+where source not in ('store_usage_events', 'usage_events', 'messages')
+union all
+select
+    'fct_tool_calls.tool_family' as column_name,
+    tool_family as bad_value
+from fct_tool_calls
+where tool_family not in ('read', 'edit', 'create', 'search', 'shell', 'web', 'agent', 'mcp', 'other')
