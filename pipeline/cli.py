@@ -52,11 +52,28 @@ def _parser() -> argparse.ArgumentParser:
     mo = sub.add_parser("models", help="rebuild the SQL models (sql/) and run the data checks")
     mo.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
 
+    us = sub.add_parser("usage", help="requests, tokens, AI credits and dollars by day, week, month, session, "
+                                      "model or project")
+    us.add_argument("--by", choices=["day", "week", "month", "session", "model", "project"], default="day")
+    us.add_argument("--since", type=_date, metavar="YYYY-MM-DD", help="first UTC day to count")
+    us.add_argument("--until", type=_date, metavar="YYYY-MM-DD", help="last UTC day to count")
+    us.add_argument("--project", metavar="NAME", help="only this project (its name or id)")
+    us.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    us.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
+
     q = sub.add_parser("query", help="run SQL against the warehouse")
     q.add_argument("sql")
     q.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
     q.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
     return p
+
+
+def _date(text: str):
+    from datetime import date
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date like 2026-09-01") from exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     from .warehouse import WarehouseError
     try:
         verbs = {"ingest": cmd_ingest, "report": cmd_report, "demo": cmd_demo, "query": cmd_query,
-                 "search": cmd_search, "models": cmd_models}
+                 "search": cmd_search, "models": cmd_models, "usage": cmd_usage}
         return verbs[args.verb](args)
     except (SourceError, WarehouseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -181,6 +198,27 @@ def cmd_search(args) -> int:
         print(f"no matches for {args.words!r}", file=sys.stderr)
         return 1
     _print_frame(df, args.format)
+    return 0
+
+
+def cmd_usage(args) -> int:
+    import duckdb
+
+    from .usage_report import UsageError, render, usage_table
+    from .warehouse import connect
+    con = connect(args.warehouse, read_only=True)
+    try:
+        table = usage_table(con, args.by, args.since, args.until, args.project)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except duckdb.CatalogException:
+        print(f"error: {args.warehouse} has no usage tables yet: run `python -m pipeline ingest`, which upgrades "
+              "a warehouse an older version wrote", file=sys.stderr)
+        return 2
+    finally:
+        con.close()
+    sys.stdout.write(render(table, args.format))
     return 0
 
 
