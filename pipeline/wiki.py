@@ -94,6 +94,59 @@ def fmt_num(v) -> str:
     return f"{v:,}"
 
 
+def fmt_credits(v) -> str:
+    return "" if v is None else f"{v:,.2f}"
+
+
+def fmt_usd(v) -> str:
+    return "" if v is None else f"${v:,.2f}"
+
+
+def unknown_note(r: dict) -> str:
+    """What a usage sum leaves out (see report_usage_daily)."""
+    parts = []
+    if r.get("n_legs_unknown_input"):
+        parts.append(f"input of {r['n_legs_unknown_input']} leg{'s' if r['n_legs_unknown_input'] != 1 else ''} "
+                     "unknown")
+    if r.get("n_legs_unknown_cost"):
+        parts.append(f"cost of {r['n_legs_unknown_cost']} leg{'s' if r['n_legs_unknown_cost'] != 1 else ''} "
+                     "unknown")
+    if r.get("n_legs_estimated_cost"):
+        parts.append(f"{r['n_legs_estimated_cost']} estimated")
+    return "; ".join(parts)
+
+
+USAGE_WEEKS = 12
+USAGE_NOTE = ("AI credits and dollars (1 credit = $0.01) are what Copilot logged where its logs have them, "
+              "estimated from the price table where only the tokens are known; a leg of a session whose tokens "
+              "or cost no source records is left out of a sum and counted in the last column.")
+
+
+def usage_section(weeks: list[dict], models: list[dict], heading: str = "##") -> list[str]:
+    """Cost per week (the latest weeks) and per model, from report_usage_weekly rows."""
+    if not weeks:
+        return [f"{heading} Usage and cost\n", "No model usage recorded.\n"]
+    total_credits = sum((w["ai_credits"] or 0) for w in weeks)
+    total_usd = sum((w["cost_usd"] or 0) for w in weeks)
+    parts = [f"{heading} Usage and cost\n",
+             f"{fmt_num(sum(w['requests'] or 0 for w in weeks))} model requests, "
+             f"{fmt_num(sum(w['output_tokens'] or 0 for w in weeks))} output tokens, "
+             f"{fmt_credits(total_credits)} AI credits ({fmt_usd(total_usd)}) known. {USAGE_NOTE}\n",
+             f"{heading}# Per week\n",
+             table(["week", "requests", "input", "output", "cache read", "AI credits", "USD", "left out"],
+                   [[w["week"].isoformat(), fmt_num(w["requests"]), fmt_num(w["input_tokens"]),
+                     fmt_num(w["output_tokens"]), fmt_num(w["cache_read_tokens"]), fmt_credits(w["ai_credits"]),
+                     fmt_usd(w["cost_usd"]), cell(unknown_note(w))] for w in weeks[-USAGE_WEEKS:]]) + "\n"]
+    if len(weeks) > USAGE_WEEKS:
+        parts.append(f"{len(weeks) - USAGE_WEEKS} earlier weeks: `python -m pipeline usage --by week`.\n")
+    parts += [f"{heading}# Per model\n",
+              table(["model", "sessions", "requests", "input", "output", "AI credits", "USD", "left out"],
+                    [[cell(m["model"]), fmt_num(m["n_sessions"]), fmt_num(m["requests"]), fmt_num(m["input_tokens"]),
+                      fmt_num(m["output_tokens"]), fmt_credits(m["ai_credits"]), fmt_usd(m["cost_usd"]),
+                      cell(unknown_note(m))] for m in models]) + "\n"]
+    return parts
+
+
 def month_range(months) -> list:
     """Every month from the first to the last given, so quiet months show as zeros."""
     if not months:
@@ -128,6 +181,27 @@ class Data:
         self.project_slug = {p["project_id"]: f"{slug(p['name'])}-{p['project_id'][:6]}" for p in self.projects}
         self.project_name = {p["project_id"]: p["name"] for p in self.projects}
 
+    def usage(self, project_id: str | None = None) -> tuple[list[dict], list[dict]]:
+        """(per week, per model) usage sums, of one project or of all (report_usage_weekly / int_usage_legs)."""
+        where, params = ("where project_id = ?", [project_id]) if project_id else ("", None)
+        weeks = self._rows(f"""
+            select week, sum(requests) as requests, sum(input_tokens) as input_tokens,
+                   sum(output_tokens) as output_tokens, sum(cache_read_tokens) as cache_read_tokens,
+                   sum(ai_credits) as ai_credits, sum(cost_usd) as cost_usd,
+                   sum(n_legs_unknown_input) as n_legs_unknown_input, sum(n_legs_unknown_cost) as n_legs_unknown_cost,
+                   sum(n_legs_estimated_cost) as n_legs_estimated_cost
+            from report_usage_weekly {where} group by week order by week""", params)
+        models = self._rows(f"""
+            select model, count(distinct session_id) as n_sessions, sum(requests) as requests,
+                   sum(input_tokens) as input_tokens, sum(output_tokens) as output_tokens,
+                   sum(ai_credits) as ai_credits, sum(cost_usd) as cost_usd,
+                   count(*) filter (where input_tokens is null and requests > 0) as n_legs_unknown_input,
+                   count(*) filter (where cost_source = 'unknown') as n_legs_unknown_cost,
+                   count(*) filter (where cost_source = 'estimated') as n_legs_estimated_cost
+            from int_usage_legs {where} group by model
+            order by sum(ai_credits) desc nulls last, sum(requests) desc, model""", params)
+        return weeks, models
+
     def _rows(self, sql, params=None) -> list[dict]:
         rel = self.con.sql(sql, params=params) if params else self.con.sql(sql)
         cols = rel.columns
@@ -161,7 +235,6 @@ def index_page(data: Data, top_topic: dict[str, str]) -> str:
         select count(*) as n_sessions, sum(n_turns) as n_turns, sum(n_tool_calls) as n_calls,
                sum(n_failed_tool_calls) as n_failed, min(started_at) as first_at, max(ended_at) as last_at
         from dim_sessions""")[0]
-    tokens = data._rows("select sum(input_tokens) as i, sum(output_tokens) as o from fct_usage")[0]
     parts = [front_matter({"title": "Copilot history", "type": "index", "sessions": totals["n_sessions"],
                            "projects": len(data.projects)}),
              "# Copilot history\n",
@@ -170,14 +243,14 @@ def index_page(data: Data, top_topic: dict[str, str]) -> str:
              f"{fmt_num(totals['n_sessions'])} sessions in {len(data.projects)} projects, "
              f"{fmt_ts(totals['first_at'])} to {fmt_ts(totals['last_at'])} (UTC): "
              f"{fmt_num(totals['n_turns'] or 0)} prompts, {fmt_num(totals['n_calls'] or 0)} tool calls "
-             f"({fmt_num(totals['n_failed'] or 0)} failed), {fmt_num(tokens['i'] or 0)} input and "
-             f"{fmt_num(tokens['o'] or 0)} output tokens.\n",
+             f"({fmt_num(totals['n_failed'] or 0)} failed); model usage and cost below.\n",
              "![Activity per week](charts/activity.svg)\n",
              "## Pages\n",
              "- [Files](files.md): the most important files of each project and the files that change together",
              "- [Topics](topics.md): what each project has been about, month by month",
              "- [Ingest runs](runs.md): when the warehouse was loaded, what it read and what it rejected\n",
              "![Tool calls by tool](charts/tools.svg)\n",
+             *usage_section(*data.usage()),
              "## Projects\n",
              table(["project", "sessions", "first active", "last active", "top topic"],
                    [[_project_link(data, p["project_id"], ""), fmt_num(p["n_sessions"]), fmt_ts(p["first_seen_at"]),
@@ -219,6 +292,7 @@ def project_page(data: Data, p: dict, files: list[dict], topics: list[dict], thr
             parts.append(f"![Topic trends](../charts/topics-{s}.svg)\n")
     else:
         parts.append("No topics yet.\n")
+    parts.extend(usage_section(*data.usage(pid)))
     parts.append("## Open threads\n")
     if threads:
         parts.append("Next steps from each session's latest checkpoint, newest first.\n")
@@ -262,11 +336,15 @@ def session_page(data: Data, s: dict, turns, checkpoints, files, refs, usage, me
         parts.append(fenced(s["summary"]) + "\n")
     parts.append(table(["field", "value"], rows) + "\n")
     if usage:
-        parts.append("## Tokens\n")
-        parts.append(table(["model", "requests", "input", "output", "cache read", "source"],
+        parts.append("## Tokens and cost\n")
+        parts.append(table(["model", "requests", "input", "output", "cache read", "AI credits", "USD", "cost",
+                            "tokens from"],
                            [[cell(u["model"]), fmt_num(u["requests"]), fmt_num(u["input_tokens"]),
-                             fmt_num(u["output_tokens"]), fmt_num(u["cache_read_tokens"]), cell(u["usage_source"])]
-                            for u in usage]) + "\n")
+                             fmt_num(u["output_tokens"]), fmt_num(u["cache_read_tokens"]),
+                             fmt_credits(u["ai_credits"]), fmt_usd(u["cost_usd"]), cell(u["cost_source"]),
+                             cell(u["usage_source"])] for u in usage]) + "\n")
+        parts.append("An empty figure is one no source records (a leg without a shutdown has no input tokens). "
+                     "Per leg: `fct_usage_legs`.\n")
     if checkpoints:
         parts.append("## Checkpoints\n")
         for c in checkpoints:
