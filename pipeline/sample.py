@@ -48,6 +48,8 @@ class Log:
 
     def __init__(self, session: str, start: datetime):
         self.session, self.t, self.events, self.prev, self.n = session, start, [], None, 0
+        self.leg: list[dict] = []  # assistant.message data of the current leg (what its shutdown counts)
+        self.previous_legs: list[dict] = []  # ... and of earlier legs a cumulative shutdown still remembers
 
     def add(self, etype: str, data: dict, secs: float = 2.0) -> dict:
         self.t += timedelta(seconds=secs)
@@ -77,11 +79,12 @@ class Log:
         for i, (tool, args, _ok, _out) in enumerate(calls):
             reqs.append({"toolCallId": f"toolu_{uuid.uuid5(NS, f'{self.session}:{self.n}:{i}').hex[:20]}",
                          "name": tool, "arguments": args, "type": "function"})
-        self.add("assistant.message", {"messageId": str(uuid.uuid5(NS, f"m{self.session}{self.n}")),
-                                       "content": text, "toolRequests": reqs, "model": model,
-                                       "outputTokens": 40 + 10 * len(calls), "turnId": turn,
-                                       "reasoningText": "private chain of thought that must not be stored",
-                                       "reasoningOpaque": "b64opaque=="})
+        msg = self.add("assistant.message", {"messageId": str(uuid.uuid5(NS, f"m{self.session}{self.n}")),
+                                             "content": text, "toolRequests": reqs, "model": model,
+                                             "outputTokens": 40 + 10 * len(calls), "turnId": turn,
+                                             "reasoningText": "private chain of thought that must not be stored",
+                                             "reasoningOpaque": "b64opaque=="})
+        self.leg.append(msg["data"])
         for r in reqs:
             self.add("tool.execution_start", {"toolCallId": r["toolCallId"], "toolName": r["name"],
                                               "arguments": r["arguments"], "turnId": turn}, 0.2)
@@ -95,24 +98,65 @@ class Log:
         self.add("assistant.turn_end", {"turnId": turn}, 0.1)
 
     def answer(self, text: str, model="claude-sonnet-4.6"):
-        self.add("assistant.message", {"messageId": str(uuid.uuid5(NS, f"a{self.session}{self.n}")),
-                                       "content": text, "toolRequests": [], "model": model, "outputTokens": 120})
+        msg = self.add("assistant.message", {"messageId": str(uuid.uuid5(NS, f"a{self.session}{self.n}")),
+                                             "content": text, "toolRequests": [], "model": model,
+                                             "outputTokens": 120})
+        self.leg.append(msg["data"])
 
-    def shutdown(self, leg_start: datetime, metrics: dict):
-        self.add("session.shutdown", {
-            "shutdownType": "routine", "totalPremiumRequests": 1, "totalApiDurationMs": 20000,
-            "sessionStartTime": int(leg_start.timestamp() * 1000),
-            "codeChanges": {"linesAdded": 10, "linesRemoved": 2, "filesModified": []},
-            "modelMetrics": metrics})
+    def resume(self, at: datetime, model: str | None = None):
+        """A new leg; the previous one ended with a shutdown or was killed (no shutdown)."""
+        self.t = at
+        self.add("session.resume", {"resumeTime": iso(at), "eventCount": self.n,
+                                    **({"selectedModel": model} if model else {})}, 0)
+        self.leg = []
+
+    def usage_checkpoint(self, total_nano: int):
+        self.add("session.usage_checkpoint", {"totalNanoAiu": total_nano, "totalPremiumRequests": 0}, 0.1)
+
+    def shutdown(self, leg_start: datetime, input_per_request: int, cache_share: float = 0.0, *,
+                 nano: bool = False, cumulative: bool = False, auto: bool = False, total_nano: int | None = None):
+        """A shutdown whose modelMetrics count what the leg's messages asked for, the way the CLI
+        does: its own leg (<= 1.0.60) or every leg it remembers (>= 1.0.73, ``cumulative``)."""
+        msgs = (self.previous_legs if cumulative else []) + self.leg
+        metrics: dict[str, dict] = {}
+        for m in msgs:
+            model = m["model"]
+            inp = input_per_request
+            row = metrics.setdefault(model, {"requests": {"count": 0, "cost": 0}, "usage": {
+                "inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0,
+                "reasoningTokens": 0}})
+            row["requests"]["count"] += 1
+            row["requests"]["cost"] = 1
+            row["usage"]["inputTokens"] += inp
+            row["usage"]["cacheReadTokens"] += int(inp * cache_share)
+            row["usage"]["outputTokens"] += m["outputTokens"]
+        if nano:
+            for model, row in metrics.items():
+                row["totalNanoAiu"] = nano_aiu(model, row["usage"], auto)
+        data = {"shutdownType": "routine", "totalPremiumRequests": 1, "totalApiDurationMs": 20000,
+                "sessionStartTime": int(leg_start.timestamp() * 1000),
+                "codeChanges": {"linesAdded": 10, "linesRemoved": 2, "filesModified": []},
+                "modelMetrics": metrics, "currentModel": msgs[-1]["model"] if msgs else None}
+        if nano:
+            data["totalNanoAiu"] = total_nano if total_nano is not None else sum(
+                r["totalNanoAiu"] for r in metrics.values())
+        self.add("session.shutdown", data)
+        self.previous_legs, self.leg = msgs, []
 
     def text(self) -> str:
         return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in self.events)
 
 
-def metrics(model: str, req: int, inp: int, out: int, cache: int = 0) -> dict:
-    return {model: {"requests": {"count": req, "cost": 1}, "usage": {
-        "inputTokens": inp, "outputTokens": out, "cacheReadTokens": cache, "cacheWriteTokens": 0,
-        "reasoningTokens": 0}}}
+# USD per million tokens (input, cache read, output), as GitHub's models-and-pricing table lists them
+RATES = {"claude-sonnet-4.6": (3.0, 0.3, 15.0), "gpt-5.2": (1.75, 0.175, 14.0)}
+
+
+def nano_aiu(model: str, usage: dict, auto: bool = False) -> int:
+    """What Copilot would log for ``usage``: 1 AI credit = $0.01 = 1e9 nano-AIU; auto is 10% off."""
+    inp, cached, out = RATES[model]
+    fresh = usage["inputTokens"] - usage["cacheReadTokens"] - usage["cacheWriteTokens"]
+    usd = (fresh * inp + usage["cacheReadTokens"] * cached + usage["outputTokens"] * out) / 1e6
+    return round(usd * (0.9 if auto else 1.0) * 100 * 1e9)
 
 
 def view(path, body="1. line one\n2. line two"):
@@ -149,7 +193,7 @@ def acme_sessions(home: Path) -> list[str]:
     # 1: a resumed session (two legs, two shutdowns), checkpoints in the real markdown shape
     s = sid("acme-1")
     lg = Log(s, T0)
-    lg.start(ACME)
+    lg.start(ACME, version="1.0.60")
     lg.prompt("Implement token refresh in the auth token service; refresh tokens must rotate.")
     lg.tools([view(tok), view("src/auth/session.py"), ("report_intent", {"intent": "Reading auth"}, True, "ok")])
     lg.tools([edit(tok), create("/home/dev/acme-api/tests/test_token_refresh.py")],
@@ -158,15 +202,14 @@ def acme_sessions(home: Path) -> list[str]:
     lg.answer("Token refresh now rotates refresh tokens; one test still fails on expiry.")
     lg.add("session.compaction_complete", {"success": True, "checkpointNumber": 1,
                                            "checkpointPath": "checkpoints/001-token-refresh-rotation.md"})
-    lg.shutdown(T0, metrics("claude-sonnet-4.6", 3, 30000, 500, 12000))
+    lg.shutdown(T0, 10000, 0.4, nano=True)  # 1.0.60: each shutdown counts its own leg, cost logged
     leg2 = lg.t + timedelta(hours=2)
-    lg.t = leg2
-    lg.add("session.resume", {"resumeTime": iso(leg2), "eventCount": lg.n}, 0)
+    lg.resume(leg2, "claude-sonnet-4.6")
     lg.prompt("Fix the failing token refresh expiry test.")
     lg.tools([view(tok), edit(tok), bash("pytest -q", "3 passed")])
     lg.answer("Fixed: the expiry check used local time. All token refresh tests pass.")
     lg.add("session.shutdown_summary_v2", {"note": "an event type from a future CLI version"})
-    lg.shutdown(leg2, metrics("claude-sonnet-4.6", 2, 20000, 300, 8000))
+    lg.shutdown(leg2, 10000, 0.4, nano=True)
     cp1 = ("# Token refresh rotation\n\n<overview>\nAdded token refresh with rotating refresh tokens to the auth "
            "token service.\n</overview>\n<history>\n1. Read token_service.py\n2. Added refresh flow\n</history>\n"
            "<work_done>\n- refresh() rotates tokens\n</work_done>\n<technical_details>\nRefresh tokens are "
@@ -191,7 +234,7 @@ def acme_sessions(home: Path) -> list[str]:
     lg.tools([view(tok), ("grep", {"pattern": "refresh", "path": "src"}, True, "src/auth/token_service.py:3")])
     lg.tools([edit(tok)], "The refresh token TTL is read in seconds but stored in ms.")
     lg.answer("Fixed the TTL unit in token refresh. Rotate that token: it was pasted into the chat.")
-    lg.shutdown(lg.t, metrics("gpt-5.2", 2, 9000, 250))
+    lg.shutdown(lg.t, 4500)  # 0.0.409: tokens but no cost logged (estimated from the price table)
     cp_json = {"title": "Token refresh TTL units", "overview": "Token refresh TTL read in wrong unit.",
                "history": "1. Investigated CI failure", "work_done": "- TTL in seconds",
                "technical_details": "TTL stored in ms", "important_files": "- src/auth/token_service.py",
@@ -203,13 +246,40 @@ def acme_sessions(home: Path) -> list[str]:
     ids.append(s)
 
     # 3: a session driven from VS Code: customTitle wins; quoted YAML values
+    # CLI 1.0.78 on auto model selection: shutdowns count every leg so far, usage checkpoints carry the
+    # running cost, the second leg is killed (no shutdown), and autopilot nudges with an empty message
     s = sid("acme-3")
     lg = Log(s, T0 + timedelta(days=10))
     lg.start(ACME)
+    lg.events[-1]["data"]["newModel"] = "auto"
+    lg.events[0]["data"]["selectedModel"] = "auto"
+    lg.add("session.auto_mode_resolved", {"chosenModel": "claude-sonnet-4.6"}, 0.1)
     lg.prompt("Add rate limiting to the login endpoint and reuse the token service.")
     lg.tools([view("src/api/login.py"), view(tok), edit("src/api/login.py")])
     lg.answer("Rate limiting added to login.")
-    lg.shutdown(lg.t, metrics("claude-sonnet-4.6", 2, 15000, 200))
+    spent = 0
+
+    def checkpoint(messages):
+        nonlocal spent
+        use = {"inputTokens": 8000 * len(messages), "cacheReadTokens": 3200 * len(messages),
+               "cacheWriteTokens": 0, "outputTokens": sum(m["outputTokens"] for m in messages)}
+        spent += nano_aiu("claude-sonnet-4.6", use, auto=True)
+        lg.usage_checkpoint(spent)
+
+    checkpoint(lg.leg)
+    leg1 = lg.t
+    lg.shutdown(leg1, 8000, 0.4, nano=True, cumulative=True, auto=True, total_nano=spent)
+    lg.resume(lg.t + timedelta(minutes=30), "auto")
+    lg.prompt("Also limit the token refresh endpoint.")
+    lg.tools([view("src/api/refresh.py"), edit("src/api/refresh.py")])
+    checkpoint(lg.leg)  # ... and then the terminal was closed: no shutdown for this leg
+    lg.resume(lg.t + timedelta(hours=1), "auto")
+    lg.add("user.message", {"content": "", "transformedContent": "<current_datetime>x</current_datetime>\n\n"
+                            "You have not yet marked the task as complete using the task_complete tool."})
+    lg.answer("Both endpoints are rate limited; marking the task complete.")
+    checkpoint(lg.leg)
+    # the final shutdown remembers legs 1 and 3: the killed leg's counts were lost with its process
+    lg.shutdown(leg1, 8000, 0.4, nano=True, cumulative=True, auto=True, total_nano=spent)
     meta = {"workspaceFolder": {"folderPath": "/home/dev/acme-api", "timestamp": 1788771600000},
             "worktreeProperties": {"repositoryPath": "/home/dev/acme-api", "branchName": "feat/rate-limit",
                                    "baseBranchName": "origin/main"},
@@ -233,7 +303,7 @@ def web_sessions(home: Path) -> list[str]:
     lg.tools([view(cart), view("c:/Users/dev/webapp/src/api/checkout.ts"), view("src\\components\\CartView.tsx")])
     lg.tools([edit(cart), edit("c:\\users\\dev\\webapp\\src\\components\\CartView.tsx")], "Wiring the handler.")
     lg.answer("Cart checkout works: the click handler was never bound.")
-    lg.shutdown(lg.t, metrics("gpt-5.2", 3, 12000, 400))
+    lg.shutdown(lg.t, 4000)  # 1.0.34: tokens, no cost logged
     write_session(home, "web-1", lg, f"id: {s}\ncwd: C:\\Users\\dev\\webapp\nname: Cart checkout button\n")
     ids.append(s)
 
@@ -262,8 +332,12 @@ def web_sessions(home: Path) -> list[str]:
 def legacy(home: Path) -> None:
     s = sid("legacy-flat")
     lg = Log(s, T0 - timedelta(days=60))
-    lg.start({"cwd": "/home/dev/acme-api"}, version="0.0.348")
-    lg.prompt("Explain the token service module.")
+    lg.start({}, version="0.0.348")
+    del lg.events[0]["data"]["context"]  # old flat logs name the working folder only in the system prompt
+    lg.add("system.message", {"role": "system", "content": "You are the GitHub Copilot CLI.\n"
+                              "* Current working directory: /home/dev/acme-api\n* Platform: linux"})
+    lg.add("user.message", {"content": "Explain the token service module.\n\n"
+                                       f"<current_datetime>{iso(lg.t)}</current_datetime>"})
     lg.answer("It issues and verifies tokens.")
     (home / "session-state").mkdir(parents=True, exist_ok=True)
     (home / "session-state" / f"{s}.jsonl").write_text(lg.text(), encoding="utf-8")
@@ -298,9 +372,10 @@ create table session_files (id integer primary key autoincrement, session_id tex
     tool_name text, turn_index integer, first_seen_at text, unique(session_id, file_path));
 create table session_refs (id integer primary key autoincrement, session_id text, ref_type text not null,
     ref_value text not null, turn_index integer, created_at text, unique(session_id, ref_type, ref_value));
-create table assistant_usage_events (id integer primary key autoincrement, session_id text, model text,
-    input_tokens integer, output_tokens integer, cache_read_tokens integer, cache_write_tokens integer,
-    reasoning_tokens integer, created_at text);
+create table assistant_usage_events (id integer primary key autoincrement, session_id text, turn_index integer,
+    agent_id text, parent_tool_call_id text, model text, input_tokens integer, output_tokens integer,
+    cache_read_tokens integer, cache_write_tokens integer, reasoning_tokens integer, total_nano_aiu integer,
+    request_multiplier real, duration_ms integer, initiator text, token_details_json text, created_at text);
 create virtual table search_index using fts5(content, session_id unindexed, source_type unindexed,
     source_id unindexed);
 """
@@ -353,9 +428,12 @@ def store(home: Path, acme_ids: list[str]) -> None:
     con.execute("insert into session_refs (session_id, ref_type, ref_value, turn_index, created_at) "
                 "values (?, 'commit', 'a1b2c3d4e5f6', 1, '2026-09-20 14:50:00')", (only,))
     for i in range(3):
-        con.execute("insert into assistant_usage_events (session_id, model, input_tokens, output_tokens, "
-                    "cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at) values "
-                    "(?, 'claude-sonnet-4.6', 5000, 150, 1000, 0, 0, ?)", (only, f"2026-09-20 14:0{i}:30"))
+        use = {"inputTokens": 5000, "cacheReadTokens": 1000, "cacheWriteTokens": 0, "outputTokens": 150}
+        con.execute("insert into assistant_usage_events (session_id, turn_index, model, input_tokens, "
+                    "output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, total_nano_aiu, "
+                    "request_multiplier, duration_ms, created_at) values "
+                    "(?, ?, 'claude-sonnet-4.6', 5000, 150, 1000, 0, 0, ?, 1.0, 4000, ?)",
+                    (only, min(i, 1), nano_aiu("claude-sonnet-4.6", use), f"2026-09-20 14:0{i}:30"))
     con.execute("insert into search_index values (?, ?, 'workspace_artifact', ?)",
                 ("Revocation design: revoked token ids live in redis with the refresh token TTL.", only,
                  "research/revocation.md"))
