@@ -21,6 +21,7 @@ def sample_home(tmp_path) -> Path:
 
 def rows(warehouse, sql, params=None):
     con = duckdb.connect(str(warehouse), read_only=True)
+    con.execute("set TimeZone = 'UTC'")  # timestamps are TIMESTAMPTZ: shown in UTC whatever this machine's zone
     try:
         return con.execute(sql, params or []).fetchall()
     finally:
@@ -30,6 +31,7 @@ def rows(warehouse, sql, params=None):
 def snapshot(warehouse, tables):
     """Every row of every table, sorted, without run lineage: equal snapshots mean identical tables."""
     con = duckdb.connect(str(warehouse), read_only=True)
+    con.execute("set TimeZone = 'UTC'")
     try:
         out = {}
         for t in tables:

@@ -41,16 +41,25 @@ ROWS = {
         ("s3", 0, "write the docs site index", "Written.", T("2026-02-02 12:00"), T("2026-02-02 12:05")),
     ],
     "fct_tool_calls": [
-        ("s1", "c1", 0, "edit", T("2026-01-05 10:05"), 2000, True, "f1"),
-        ("s1", "c2", 1, "bash", T("2026-01-05 10:16"), 500, False, None),
-        ("s1", "c3", 1, "edit", T("2026-01-05 10:20"), 1000, True, "f2"),
-        ("s2", "c4", 0, "edit", T("2026-01-20 09:05"), 3000, True, "f2"),
+        ("s1", "c1", 0, "edit", "edit", T("2026-01-05 10:05"), 2000, True, "f1"),
+        ("s1", "c2", 1, "bash", "shell", T("2026-01-05 10:16"), 500, False, None),
+        ("s1", "c3", 1, "edit", "edit", T("2026-01-05 10:20"), 1000, True, "f2"),
+        ("s2", "c4", 0, "edit", "edit", T("2026-01-20 09:05"), 3000, True, "f2"),
     ],
     "fct_checkpoints": [
         ("s1", 1, "Parser rewrite", "Rewrote the recursive descent parser", "- src/parser.py", T("2026-01-05 10:25")),
     ],
     "fct_usage": [
-        ("s1", "m1", 3, 1000, 100, 10), ("s2", "m1", 1, 500, 50, 0), ("s3", "m2", 2, 800, 80, 0),
+        # session, model, requests, input, output, cache read, credits, usd, cost source
+        ("s1", "m1", 3, 1000, 100, 10, "2.5", "0.025", "logged"), ("s2", "m1", 1, 500, 50, 0, "1", "0.01", "estimated"),
+        ("s3", "m2", 2, 800, 80, 0, None, None, "unknown"),
+    ],
+    "fct_usage_legs": [
+        # session, leg, model, used at, requests, input, output, cache read, credits, usd, cost source
+        ("s1", 1, "m1", T("2026-01-05 10:12"), 2, 600, 60, 10, "1.5", "0.015", "logged"),
+        ("s1", 2, "m1", T("2026-01-05 10:30"), 1, 400, 40, 0, "1", "0.01", "logged"),
+        ("s2", 1, "m1", T("2026-01-20 09:10"), 1, 500, 50, 0, "1", "0.01", "estimated"),
+        ("s3", 1, "m2", T("2026-02-02 12:05"), 2, None, 80, None, None, None, "unknown"),
     ],
     "fct_memories": [("mem1", "s3", "plan", "docs/plan.md", "Plan: build the docs site with mkdocs")],
 }
@@ -62,15 +71,20 @@ COLUMNS = {
     "dim_files": "file_id, project_id, path, extension, is_in_project, n_sessions",
     "fct_file_touches": "session_id, file_id, action, n_touches, first_seen_at, last_seen_at",
     "fct_turns": "session_id, turn_index, user_message, assistant_response, started_at, ended_at",
-    "fct_tool_calls": "session_id, tool_call_id, turn_index, tool_name, started_at, duration_ms, is_success, file_id",
+    "fct_tool_calls": "session_id, tool_call_id, turn_index, tool_name, tool_family, started_at, duration_ms, "
+                      "is_success, file_id",
     "fct_checkpoints": "session_id, checkpoint_number, title, overview, important_files, created_at",
-    "fct_usage": "session_id, model, requests, input_tokens, output_tokens, cache_read_tokens",
+    "fct_usage": "session_id, model, requests, input_tokens, output_tokens, cache_read_tokens, ai_credits, cost_usd, "
+                 "cost_source",
+    "fct_usage_legs": "session_id, leg_index, model, used_at, requests, input_tokens, output_tokens, "
+                      "cache_read_tokens, ai_credits, cost_usd, cost_source",
     "fct_memories": "memory_id, session_id, kind, path, content",
 }
 
 
 def crafted_warehouse(path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(path))
+    con.execute("set TimeZone = 'UTC'")  # the naive times above are UTC
     ensure_schema(con)
     for table, rows in ROWS.items():
         marks = ", ".join("?" for _ in COLUMNS[table].split(","))

@@ -46,7 +46,7 @@ def test_empty_log_and_a_folder_with_only_workspace_yaml(tmp_path):
     s = ingest(wh, [home])
     assert s.n_rejects == 0
     assert rows(wh, "select session_id, title, n_turns, started_at::varchar from dim_sessions order by 1") == [
-        ("empty", "Empty log", 0, None), ("yaml-only", "Never used", 0, "2026-02-01 10:00:00")]
+        ("empty", "Empty log", 0, None), ("yaml-only", "Never used", 0, "2026-02-01 10:00:00+00")]
 
 
 def test_malformed_side_files_do_not_stop_the_session(tmp_path):
@@ -95,4 +95,4 @@ def test_mixed_timestamp_formats_are_utc(tmp_path):
     wh = tmp_path / "w.duckdb"
     ingest(wh, [home])
     assert rows(wh, "select started_at::varchar from fct_turns order by turn_index") == [
-        ("2026-03-01 10:00:00.25",), ("2026-03-01 10:00:10",)]
+        ("2026-03-01 10:00:00.25+00",), ("2026-03-01 10:00:10+00",)]

@@ -20,7 +20,7 @@ def test_cli_ingest_of_the_sample_corpus(sample_home, tmp_path, capsys):
     wh = tmp_path / "w.duckdb"
     assert main(["ingest", "--copilot-home", str(sample_home), "--warehouse", str(wh)]) == 0
     out = capsys.readouterr().out
-    assert "8 sessions, 10 turns, 22 tool calls, 3 checkpoints" in out
+    assert "8 sessions, 11 turns, 24 tool calls, 3 checkpoints" in out
     assert "2 records rejected" in out
     sessions = rows(wh, "select title, client, n_turns, n_tool_calls, n_failed_tool_calls, n_unknown_events, "
                         "n_resumes from dim_sessions order by started_at")
@@ -31,7 +31,7 @@ def test_cli_ingest_of_the_sample_corpus(sample_home, tmp_path, capsys):
         ("Token refresh TTL bug\nfound in CI", "cli", 1, 3, 0, 0, 0),
         ("Cart checkout button", "cli", 1, 5, 0, 0, 0),
         ("Show cart checkout totals with tax on one line", "cli", 1, 1, 0, 0, 0),  # title from the prompt
-        ("Login rate limiting", "vscode", 1, 3, 0, 0, 0),
+        ("Login rate limiting", "vscode", 2, 5, 0, 0, 2),
         ("Token revocation endpoint", "cli", 2, 0, 0, 0, 0),
     ]
     # the prompt itself keeps its raw U+2028
@@ -42,15 +42,31 @@ def test_cli_ingest_of_the_sample_corpus(sample_home, tmp_path, capsys):
     # WAL-only rows of session-store.db were read
     assert rows(wh, "select n_turns, sources from dim_sessions where title = 'Token revocation endpoint'") == [
         (2, ["store", "workspace_artifact"])]
-    # usage: resumed legs summed, per-request store rows preferred
-    assert rows(wh, "select s.title, u.model, u.requests, u.input_tokens, u.output_tokens, u.usage_source "
-                    "from fct_usage u join dim_sessions s using (session_id) where u.input_tokens is not null "
+    # usage: resumed legs summed (cumulative shutdowns differenced), per-request store rows, the cost logged,
+    # estimated from the price table, or unknown; the killed leg of "Login rate limiting" leaves its input unknown
+    assert rows(wh, "select s.title, u.model, u.requests, u.input_tokens, u.output_tokens, u.usage_source, "
+                    "u.nano_aiu, u.ai_credits::varchar, u.cost_usd::varchar, u.cost_source "
+                    "from fct_usage u join dim_sessions s using (session_id) "
                     "order by s.started_at") == [
-        ("Token refresh rotation", "claude-sonnet-4.6", 5, 50000, 800, "shutdown"),
-        ("Token refresh TTL bug\nfound in CI", "gpt-5.2", 2, 9000, 250, "shutdown"),
-        ("Cart checkout button", "gpt-5.2", 3, 12000, 400, "shutdown"),
-        ("Login rate limiting", "claude-sonnet-4.6", 2, 15000, 200, "shutdown"),
-        ("Token revocation endpoint", "claude-sonnet-4.6", 3, 15000, 450, "store_usage_events"),
+        ("Rename the token service config key", "(unknown)", 1, None, None, "message_output_tokens", None, None,
+         None, "unknown"),
+        ("Explain the token service module.", "claude-sonnet-4.6", 1, None, 120, "message_output_tokens", None,
+         None, None, "unknown"),
+        # 1.0.60: per-leg shutdowns with the cost logged per model
+        ("Token refresh rotation", "claude-sonnet-4.6", 6, 60000, 490, "shutdown", 12255000000, "12.255000000",
+         "0.12255000000", "logged"),
+        # 0.0.409: tokens but no cost: $3 / $0.30 / $15 per million input / cache read / output
+        ("Token refresh TTL bug\nfound in CI", "claude-sonnet-4.6", 3, 13500, 230, "shutdown", None,
+         "4.395000000", "0.04395000000", "estimated"),
+        ("Cart checkout button", "claude-sonnet-4.6", 3, 12000, 250, "shutdown", None, "3.975000000",
+         "0.03975000000", "estimated"),
+        ("Show cart checkout totals with tax on one line", "claude-sonnet-4.6", 2, None, 170,
+         "message_output_tokens", None, None, None, "unknown"),
+        # 1.0.78 on auto: cumulative shutdowns and usage checkpoints; the killed leg's cost is in the checkpoints
+        ("Login rate limiting", "claude-sonnet-4.6", 4, None, 370, "message_output_tokens+shutdown+shutdown_delta",
+         6029100000, "6.029100000", "0.06029100000", "logged"),
+        ("Token revocation endpoint", "claude-sonnet-4.6", 3, 15000, 450, "store_usage_events", 4365000000,
+         "4.365000000", "0.04365000000", "logged"),
     ]
     # Windows spellings of one file are one file, project-relative
     webapp = rows(wh, "select f.path, count(*) from dim_files f join dim_projects p using (project_id) "
@@ -69,7 +85,8 @@ def test_nothing_secret_or_private_reaches_the_warehouse(sample_home, tmp_path):
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
     data = wh.read_bytes()
-    for forbidden in (b"chain of thought", b"b64opaque", b"<current_datetime>", b"A1b2C3d4E5f6G7h8I9j0"):
+    # reasoning text, transformedContent (only it holds `<system_reminder>x`) and the planted token
+    for forbidden in (b"chain of thought", b"b64opaque", b"<system_reminder>x", b"A1b2C3d4E5f6G7h8I9j0"):
         assert forbidden not in data
     assert rows(wh, "select count(*) from fct_turns where user_message like '%[REDACTED:%'") == [(1,)]
     assert rows(wh, "select n_redactions from _runs") == [(1,)]
@@ -172,7 +189,8 @@ def test_column_comments_reach_duckdb(sample_home, tmp_path):
     ingest(wh, [sample_home])
     assert rows(wh, "select comment from duckdb_columns() where table_name = 'fct_turns' "
                     "and column_name = 'user_message'") == [
-        ("What the user typed (never transformedContent), redacted.",)]
+        ("What the user typed (never transformedContent), redacted; Copilot's injected tags (current_datetime, "
+         "reminder, ...) removed.",)]
 
 
 def test_reading_on_several_cores_loads_exactly_what_one_core_loads(sample_home, tmp_path, monkeypatch):

@@ -65,10 +65,33 @@ def test_session_stats_tool_and_model_usage(crafted):
                       "output_tokens from report_session_stats order by 1") == [
         ("s1", 0.3333, 3, 2, 1, 1000, 100), ("s2", 0.0, 2, 1, 0, 500, 50), ("s3", None, 1, 1, 0, 800, 80)]
     assert q(crafted, "select * from report_tool_usage order by all") == [
-        ("p1", "bash", 1, 1, 1, 1.0, 500.0), ("p1", "edit", 3, 2, 0, 0.0, 2000.0)]
+        ("p1", "bash", "shell", 1, 1, 1, 1.0, 500.0), ("p1", "edit", "edit", 3, 2, 0, 0.0, 2000.0)]
     assert q(crafted, "select month::varchar, model, n_sessions, requests, input_tokens, output_tokens, "
-                      "cache_read_tokens from report_model_usage order by all") == [
-        ("2026-01-01", "m1", 2, 4, 1500, 150, 10), ("2026-02-01", "m2", 1, 2, 800, 80, 0)]
+                      "cache_read_tokens, ai_credits::varchar, n_legs_unknown_input, n_legs_unknown_cost "
+                      "from report_model_usage order by all") == [
+        ("2026-01-01", "m1", 2, 4, 1500, 150, 10, "3.500000000", 0, 0),
+        ("2026-02-01", "m2", 1, 2, None, 80, None, None, 1, 1)]
+    # a session's cost is known only when every model's is
+    assert q(crafted, "select session_id, requests, ai_credits::varchar, cost_source from report_session_stats "
+                      "order by 1") == [("s1", 3, "2.500000000", "logged"), ("s2", 1, "1.000000000", "estimated"),
+                                        ("s3", 2, None, "unknown")]
+
+
+def test_usage_reports_add_up_the_legs(crafted):
+    # dated by the leg's last request; a sum leaves out the legs that do not know the figure and says so
+    assert q(crafted, "select day::varchar, project_id, model, n_sessions, requests, input_tokens, output_tokens, "
+                      "ai_credits::varchar, cost_usd::varchar, n_legs_unknown_input, n_legs_unknown_cost, "
+                      "n_legs_estimated_cost from report_usage_daily order by all") == [
+        ("2026-01-05", "p1", "m1", 1, 3, 1000, 100, "2.500000000", "0.02500000000", 0, 0, 0),
+        ("2026-01-20", "p1", "m1", 1, 1, 500, 50, "1.000000000", "0.01000000000", 0, 0, 1),
+        ("2026-02-02", "p2", "m2", 1, 2, None, 80, None, None, 1, 1, 0)]
+    assert q(crafted, "select week::varchar, project_id, n_sessions, requests, ai_credits::varchar "
+                      "from report_usage_weekly order by all") == [
+        ("2026-01-05", "p1", 1, 3, "2.500000000"), ("2026-01-19", "p1", 1, 1, "1.000000000"),
+        ("2026-02-02", "p2", 1, 2, None)]
+    assert q(crafted, "select month::varchar, project_id, n_sessions, requests, input_tokens, ai_credits::varchar, "
+                      "n_legs_estimated_cost from report_usage_monthly order by all") == [
+        ("2026-01-01", "p1", 2, 4, 1500, "3.500000000", 1), ("2026-02-01", "p2", 1, 2, None, None, 0)]
 
 
 def test_activity_daily_and_weekly(crafted):
@@ -120,7 +143,7 @@ def test_models_verb_rebuilds_after_a_sql_change(sample_home, tmp_path, capsys):
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
     assert main(["models", "--warehouse", str(wh)]) == 0
-    assert "15 tables rebuilt, checks passed" in capsys.readouterr().out
+    assert "19 tables rebuilt, checks passed" in capsys.readouterr().out
 
 
 def test_topic_terms_per_source(crafted):

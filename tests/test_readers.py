@@ -120,6 +120,6 @@ def test_unknown_event_types_and_fields_are_kept_not_fatal(tmp_path):
     wh = tmp_path / "w.duckdb"
     ingest(wh, [home])
     assert rows(wh, "select n_events, n_unknown_events, n_turns, started_at::varchar, ended_at::varchar "
-                    "from dim_sessions") == [(2, 1, 1, "2026-01-01 00:00:00", "2026-01-01 00:00:05")]
+                    "from dim_sessions") == [(2, 1, 1, "2026-01-01 00:00:00+00", "2026-01-01 00:00:05+00")]
     assert rows(wh, "select extra from stg_events order by event_index") == [
         ('{"brandNewField":{"x":1}}',), ('{"spin":"up"}',)]

@@ -30,9 +30,15 @@ def test_parquet_loads_in_a_fresh_duckdb_and_in_polars_with_types(sample_home, t
     described = fresh.sql(f"describe select * from '{tmp_path / 'parquet' / 'dim_sessions.parquet'}'").fetchall()
     types = {r[0]: r[1] for r in described}
     assert (types["started_at"], types["n_turns"], types["sources"], types["is_gone"]) == (
-        "TIMESTAMP", "INTEGER", "VARCHAR[]", "BOOLEAN")
+        "TIMESTAMP WITH TIME ZONE", "INTEGER", "VARCHAR[]", "BOOLEAN")
     schema = pl.read_parquet_schema(tmp_path / "parquet" / "report_activity_daily.parquet")
     assert schema["day"] == pl.Date and schema["n_turns"] == pl.Int32
+    # timestamps are UTC-adjusted: pandas, polars and BI tools read them as UTC, not as local time
+    sessions = tmp_path / "parquet" / "dim_sessions.parquet"
+    assert pl.read_parquet_schema(sessions)["started_at"] == pl.Datetime("us", "UTC")
+    adjusted = fresh.sql(f"select distinct logical_type from parquet_schema('{sessions}') "
+                         "where name in ('started_at', 'ended_at')").fetchall()
+    assert len(adjusted) == 1 and "isAdjustedToUTC=1" in adjusted[0][0]
     # sorted by key, zstd-compressed
     assert pl.read_parquet(tmp_path / "parquet" / "fct_turns.parquet").select("session_id", "turn_index").rows() == \
         sorted(rows(wh, "select session_id, turn_index from fct_turns"))
@@ -61,8 +67,8 @@ def test_wiki_matches_the_golden_files(sample_home, tmp_path):
     for rel in pages:
         assert (out / rel).read_text(encoding="utf-8") == (GOLDEN / rel).read_text(encoding="utf-8"), rel
     charts = sorted(p.name for p in (out / "charts").glob("*.svg"))
-    assert charts == ["activity.svg", "files-acme-api-ce3fa0.svg", "files-webapp-a3d783.svg", "tools.svg",
-                      "topics-acme-api-ce3fa0.svg"]
+    assert charts == ["activity.svg", "files-acme-api-95fa9a.svg", "files-webapp-a3d783.svg", "tools.svg",
+                      "topics-acme-api-95fa9a.svg"]
     runs = (out / "runs.md").read_text()
     assert runs.startswith("---\ntitle: Ingest runs\ntype: runs\nruns: 1\n---\n")
     assert "| workspace.yaml is not valid YAML | 1 |" in runs
@@ -124,4 +130,4 @@ def test_report_of_an_empty_warehouse_says_so(tmp_path):
     assert sorted(p.name for p in result.written if p.suffix == ".md") == [
         "files.md", "index.md", "runs.md", "topics.md"]
     assert "No Copilot history in this warehouse yet" in (tmp_path / "wiki" / "index.md").read_text()
-    assert len(export_parquet(wh, tmp_path / "parquet")) == 19
+    assert len(export_parquet(wh, tmp_path / "parquet")) == 24

@@ -64,9 +64,11 @@ def test_a_damaged_line_inside_a_mutation_log_is_rejected_and_replay_goes_on():
 
 
 def test_workspace_json_shapes(tmp_path):
-    cases = {'{"folder": "file:///c%3A/Users/me/app"}': "file:///c%3A/Users/me/app",
-             '{"configuration": "file:///home/me/ws/all.code-workspace"}': "file:///home/me/ws",
-             '{"workspace": {"configPath": "file:///w/x.code-workspace"}}': "file:///w",
+    # a local folder as a path (dim_sessions.cwd), a remote one as its URI
+    cases = {'{"folder": "file:///c%3A/Users/me/app"}': "c:/Users/me/app",
+             '{"folder": "file:///Users/me/my%20app"}': "/Users/me/my app",
+             '{"configuration": "file:///home/me/ws/all.code-workspace"}': "/home/me/ws",
+             '{"workspace": {"configPath": "file:///w/x.code-workspace"}}': "/w",
              '{"folder": "vscode-remote://wsl%2Bubuntu/home/me/app"}': "vscode-remote://wsl%2Bubuntu/home/me/app"}
     for i, (text, want) in enumerate(cases.items()):
         d = tmp_path / str(i)
@@ -110,7 +112,7 @@ def test_vscode_sample_ingest(sample_home, tmp_path):
                    "left join dim_projects p using (project_id) where client = 'vscode' order by started_at")
     assert got == [
         ("Cart checkout spinner", "vscode", "webapp", 1, 2),
-        ("Login rate limiting", "vscode", "acme-api", 1, 3),
+        ("Login rate limiting", "vscode", "acme-api", 2, 5),
         ("Token refresh docs", "vscode", "acme-api", 2, 3),
         ("Flaky token refresh test", "vscode", "acme-api", 1, 0),  # title from state.vscdb
         ("List the token refresh endpoints", "vscode", "acme-api", 1, 0),  # transcript only
@@ -119,9 +121,9 @@ def test_vscode_sample_ingest(sample_home, tmp_path):
     # the conversation that is a chat session, a transcript and a CLI folder is one session, counted once
     assert rows(wh, "select sources, n_turns from dim_sessions where title = 'Login rate limiting'") == [
         (["chat_session", "events", "session_index", "transcript", "vscode_chat", "vscode_metadata",
-          "vscode_transcript", "workspace_yaml"], 1)]
+          "vscode_transcript", "workspace_yaml"], 2)]
     assert rows(wh, "select count(*) from fct_turns t join dim_sessions s using (session_id) "
-                    "where s.title = 'Login rate limiting'") == [(1,)]
+                    "where s.title = 'Login rate limiting'") == [(2,)]
     # edited files and tool arguments become file touches; Windows workspace paths join the webapp project
     assert rows(wh, "select f.path, t.action from fct_file_touches t join dim_files f using (file_id) "
                     "join dim_sessions s using (session_id) where s.title in ('Token refresh docs', "
