@@ -29,14 +29,19 @@ HEADER = """# Warehouse data dictionary
 
 Generated from `pipeline/schema.py` by `python -m pipeline.docs`; do not edit by hand. The same
 descriptions are DuckDB comments (`select * from duckdb_columns() where comment is not null`),
-so BI tools that read them show them. Timestamps are UTC. Every `dim_`, `fct_` and `report_`
-table is also written as `parquet/<table>.parquet` by `python -m pipeline report`.
+so BI tools that read them show them. Timestamps are UTC (`TIMESTAMPTZ`). Every `dim_`, `fct_` and
+`report_` table is also written as `parquet/<table>.parquet` by `python -m pipeline report`. The
+section on usage and cost comes from `docs/usage-and-cost.md`.
 
 """
 
 
+# hand-written sections the dictionary includes before the table reference (what a figure means)
+SECTIONS = [Path(__file__).resolve().parent.parent / "docs" / "usage-and-cost.md"]
+
+
 def dictionary() -> str:
-    return HEADER + table_reference()
+    return HEADER + "".join(p.read_text(encoding="utf-8") for p in SECTIONS) + table_reference()
 
 
 def write_dictionary(path: Path) -> bool:
