@@ -18,7 +18,7 @@ from .warehouse import comment
 log = logging.getLogger(__name__)
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
-MACROS = ["tokenize", "search"]  # search() calls tokenize()
+MACROS = ["tokenize", "search", "usage_rollup"]  # search() calls tokenize()
 # Models whose rows belong to one session each: an incremental ingest rebuilds only the rows of the
 # sessions it changed (their SQL reads the temporary table _model_scope); the others are rebuilt whole.
 PER_SESSION = {"int_search_docs", "int_search_terms", "int_topic_terms", "int_mention_words"}

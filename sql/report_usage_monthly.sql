@@ -1,27 +1,20 @@
--- report_usage_monthly: one row per month x project x model with model use (UTC).
--- Figures sum what the legs know (int_usage_legs); a leg that does not know a figure is counted in
--- n_legs_unknown_input / n_legs_unknown_cost instead of being taken as 0, so a sum with a non-zero
--- count beside it is a lower bound.
-with monthly as (
-    select
-        project_id,
-        model,
-        (date_trunc('month', day))::date as month,
-        count(distinct session_id)::integer as n_sessions,
-        sum(requests)::bigint as requests,
-        sum(input_tokens)::bigint as input_tokens,
-        sum(output_tokens)::bigint as output_tokens,
-        sum(cache_read_tokens)::bigint as cache_read_tokens,
-        sum(cache_write_tokens)::bigint as cache_write_tokens,
-        sum(reasoning_tokens)::bigint as reasoning_tokens,
-        sum(premium_requests) as premium_requests,
-        sum(ai_credits) as ai_credits,
-        sum(cost_usd) as cost_usd,
-        (count(*) filter (where input_tokens is null and requests > 0))::integer as n_legs_unknown_input,
-        (count(*) filter (where cost_source = 'unknown'))::integer as n_legs_unknown_cost,
-        (count(*) filter (where cost_source = 'estimated'))::integer as n_legs_estimated_cost
-    from int_usage_legs
-    group by (date_trunc('month', day))::date, project_id, model
-)
-
-select * from monthly
+-- report_usage_monthly: one row per month x project x model with model use (UTC),
+-- the legs of int_usage_legs summed by the usage_rollup macro (sql/macros/usage_rollup.sql)
+select
+    project_id,
+    model,
+    n_sessions,
+    requests,
+    input_tokens,
+    output_tokens,
+    cache_read_tokens,
+    cache_write_tokens,
+    reasoning_tokens,
+    premium_requests,
+    ai_credits,
+    cost_usd,
+    n_legs_unknown_input,
+    n_legs_unknown_cost,
+    n_legs_estimated_cost,
+    period_start as month
+from usage_rollup('month')
