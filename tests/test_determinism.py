@@ -74,8 +74,8 @@ def test_the_same_files_give_the_same_warehouse_in_any_order(sample_home, tmp_pa
 
     discover = ingest_module.discover
     for seed in (1, 2, 3):
-        def shuffled(copilot_homes, vscode_users=(), _seed=seed):
-            sources = discover(list(reversed(copilot_homes)), vscode_users)
+        def shuffled(copilot_homes, vscode_users=(), finder=None, _seed=seed):
+            sources = discover(list(reversed(copilot_homes)), vscode_users, finder)
             random.Random(_seed).shuffle(sources)
             return sources
         monkeypatch.setattr(ingest_module, "discover", shuffled)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,10 +75,102 @@ class ReadResult:
         })
 
 
+# Text longer than this many characters is cut to it, with its full length and sha256 appended and a
+# _rejects row saying so (a 200 MB prompt would otherwise make every search model run out of memory).
+MAX_TEXT_CHARS = 4 * 1024 * 1024
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+# a token count or a nano-AIU cost outside this is no real figure (10^15 nano-AIU is $10,000 for one
+# request): NULL, so that no sum of them can overflow a column
+COUNT = (0, 10**15)
+EXCERPT_CHARS = 200
+
+
+def max_text_chars() -> int:
+    """``$COPILOT_WAREHOUSE_MAX_TEXT`` (characters), else ``MAX_TEXT_CHARS``."""
+    value = os.environ.get("COPILOT_WAREHOUSE_MAX_TEXT", "")
+    return int(value) if value.isdigit() and int(value) > 0 else MAX_TEXT_CHARS
+
+
 @dataclass
 class Context:
     run_id: str
     redact: Redactor
+    max_text: int = MAX_TEXT_CHARS
+    scratch: str | None = None  # a private folder for copies (of live databases); None: the system's temp folder
+
+    def excerpt(self, text: str | bytes | None) -> str:
+        """The start of a record for a _rejects row: redacted before it is cut, so a secret that
+        straddles the cut cannot leave half of itself behind."""
+        if isinstance(text, bytes):
+            text = text[:16 * EXCERPT_CHARS].decode("utf-8", "replace")
+        return self.redact((text or "")[:16 * EXCERPT_CHARS])[:EXCERPT_CHARS]
+
+
+class Problems(list):
+    """Values a reader set to NULL (out of range for their column) or cut, for one record."""
+
+    def note(self, what: str) -> None:
+        if what not in self:
+            self.append(what)
+
+    def reason(self) -> str:
+        return "; ".join(self)
+
+
+def bigint(v, what: str, problems: Problems | None, bounds: tuple[int, int] = INT64) -> int | None:
+    """An integer column's value: ints, integral floats and numeric strings within ``bounds``;
+    anything else NULL (with a note when it was a number that does not fit)."""
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, str):
+        try:
+            v = float(v) if any(c in v for c in ".eEnN") else int(v)
+        except ValueError:
+            return None
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            if problems is not None:
+                problems.note(f"{what} is {v} (set to NULL)")
+            return None
+        v = int(v)
+    if not isinstance(v, int):
+        return None
+    if not bounds[0] <= v <= bounds[1]:
+        if problems is not None:
+            problems.note(f"{what} = {v} is out of range (set to NULL)")
+        return None
+    return v
+
+
+def integer(v, what: str, problems: Problems | None) -> int | None:
+    return bigint(v, what, problems, INT32)
+
+
+def cap_text(text: str, limit: int, what: str, problems: Problems | None) -> str:
+    """``text`` cut to ``limit`` characters, its full length and sha256 appended, when longer."""
+    if len(text) <= limit:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if problems is not None:
+        problems.note(f"{what} of {len(text):,} characters cut to {limit:,}")
+    return text[:limit] + f"\n[... cut: {len(text):,} characters in all, sha256 {digest}]"
+
+
+def cap_texts(value, limit: int, problems: Problems | None):
+    """Every string in a parsed record longer than ``limit`` cut (see ``cap_text``); in place."""
+    if isinstance(value, str):
+        return cap_text(value, limit, "a text", problems)
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+        for k, x in list(items):
+            if isinstance(x, str) and len(x) > limit:
+                v[k] = cap_text(x, limit, f"text of `{k}`", problems)
+            elif isinstance(x, (dict, list)):
+                stack.append(x)
+    return value
 
 
 Reader = Callable[[Source, Context, "Prior | None"], ReadResult]
@@ -88,6 +182,58 @@ def reader(kind: str):
         READERS[kind] = fn
         return fn
     return register
+
+
+def printable_path(path: str) -> str:
+    """A path as text: a file name that is not valid UTF-8 (Linux allows any bytes) gets U+FFFD."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+class Finder:
+    """Directory listing for discovery that never raises: a folder that cannot be listed, an entry
+    that cannot be examined (a symlink loop, no permission) or a name that is not valid UTF-8 is
+    noted in ``problems`` (path, reason; written to _rejects) and left out."""
+
+    def __init__(self):
+        self.problems: list[tuple[str, str]] = []
+
+    def note(self, path: str, reason: str) -> None:
+        self.problems.append((printable_path(path), reason))
+
+    def entries(self, folder: str) -> list[os.DirEntry]:
+        try:
+            with os.scandir(folder) as it:
+                found = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            self.note(folder, f"folder cannot be listed ({exc.strerror or exc}); not read")
+            return []
+        out = []
+        for e in found:
+            try:
+                e.name.encode("utf-8")
+            except UnicodeEncodeError:
+                self.note(e.path, "name is not valid UTF-8; not read")
+                continue
+            out.append(e)
+        return out
+
+    def is_dir(self, entry: os.DirEntry) -> bool:
+        try:
+            return entry.is_dir()
+        except OSError as exc:
+            self.note(entry.path, f"cannot be examined ({exc.strerror or exc}); not read")
+            return False
+
+    def is_file(self, entry: os.DirEntry) -> bool:
+        try:
+            if entry.is_file():
+                return True
+            if entry.is_symlink() and not os.path.exists(entry.path):
+                os.stat(entry.path)  # a dangling or looping link: say why
+            return False
+        except OSError as exc:
+            self.note(entry.path, f"cannot be examined ({exc.strerror or exc}); not read")
+            return False
 
 
 def stat_fingerprint(path: str) -> tuple[str, int]:
@@ -112,9 +258,9 @@ def keep(value):
 
 
 def scrub(value, redact: Redactor):
-    """Drop forbidden keys at any depth and redact every string."""
+    """Drop forbidden keys at any depth and redact every string, keys included."""
     if isinstance(value, dict):
-        return {k: scrub(v, redact) for k, v in value.items() if k not in FORBIDDEN_KEYS}
+        return {redact(k): scrub(v, redact) for k, v in value.items() if k not in FORBIDDEN_KEYS}
     if isinstance(value, list):
         return [scrub(v, redact) for v in value]
     if isinstance(value, str):
@@ -125,10 +271,39 @@ def scrub(value, redact: Redactor):
 def to_json(value) -> str | None:
     if value is None:
         return None
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits, surrogates, deep nesting
+        return orjson.dumps(_jsonable(value), option=orjson.OPT_SORT_KEYS).decode()
 
 
-def as_text(value) -> str | None:
+MAX_JSON_DEPTH = 200
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _jsonable(value, depth: int = 0):
+    """``value`` as orjson can write it: integers beyond 64 bits as text, non-finite floats as null,
+    lone surrogates as U+FFFD, non-text keys as text, nesting past ``MAX_JSON_DEPTH`` as a marker."""
+    if depth > MAX_JSON_DEPTH:
+        return f"[nested deeper than {MAX_JSON_DEPTH} levels]"
+    if isinstance(value, dict):
+        return {_jsonable(k, depth) if isinstance(k, str) else str(k): _jsonable(v, depth + 1)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, depth + 1) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if INT64[0] <= value <= 2**64 - 1 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if _SURROGATE.search(value) \
+            else value
+    return str(value)
+
+
+def as_text(value, depth: int = 0) -> str | None:
     """Text from a value that may be a string, a list of parts or a nested object."""
     if value is None:
         return None
@@ -136,34 +311,60 @@ def as_text(value) -> str | None:
         return value
     if isinstance(value, (int, float, bool)):
         return str(value)
+    if depth > MAX_JSON_DEPTH:
+        return to_json(value)
     if isinstance(value, list):
-        parts = [as_text(v) for v in value]
+        parts = [as_text(v, depth + 1) for v in value]
         return "\n".join(p for p in parts if p)
     if isinstance(value, dict):
         for key in ("text", "value", "content", "message"):
             if key in value:
-                return as_text(value[key])
+                return as_text(value[key], depth + 1)
         return to_json(value)
     return str(value)
 
 
-def read_bytes(path: str, start: int = 0) -> bytes:
+def read_bytes(path: str, start: int = 0, limit: int = -1) -> bytes:
     with open(path, "rb") as fh:
         if start:
             fh.seek(start)
-        return fh.read()
+        return fh.read(limit)
 
 
-def load_json_file(source: Source, res: ReadResult, ctx: Context):
-    """A whole-file JSON object, or None with a file-level reject (BOM and NUL tail tolerated)."""
+# epoch milliseconds a timestamp may be: from 1970 to the year 9999
+_EPOCH_MS = (0, 253402300799999)
+
+
+def epoch_ms_iso(v, what: str, problems: Problems | None) -> str | None:
+    """An epoch-milliseconds value as ISO-8601 UTC text; a number no date can be is NULL (noted)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if not (math.isfinite(v) and _EPOCH_MS[0] <= v <= _EPOCH_MS[1]):
+            if problems is not None:
+                problems.note(f"{what} = {v} is no time (set to NULL)")
+            return None
+        from datetime import datetime, timezone
+        return datetime.fromtimestamp(v / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return v if isinstance(v, str) else None
+
+
+def load_json_file(source: Source, res: ReadResult, ctx: Context, problems: Problems | None = None):
+    """A whole-file JSON object, or None with a file-level reject (BOM and NUL tail tolerated); its
+    texts longer than the cap are cut (noted in ``problems``)."""
+    from .jsonl import DEEP_NOTE, TOO_DEEP, loads_cut  # the event logs' lenient parser: NaN, surrogates, ...
+
     raw = read_bytes(source.path)
-    try:
-        doc = orjson.loads(raw.lstrip(b"\xef\xbb\xbf").rstrip(b"\x00 \r\n\t"))
-    except orjson.JSONDecodeError as exc:
-        res.reject(source.path, f"file is not valid JSON: {exc}",
-                   excerpt=ctx.redact(raw[:200].decode("utf-8", "replace")))
+    doc, was_cut = loads_cut(raw.lstrip(b"\xef\xbb\xbf").rstrip(b"\x00 \r\n\t"))
+    if was_cut and doc is not TOO_DEEP and problems is not None:
+        problems.note(DEEP_NOTE)
+    if doc is TOO_DEEP:
+        res.reject(source.path, "file is nested deeper than JSON parsers go", excerpt=ctx.excerpt(raw))
+        return None
+    if doc is None:
+        res.reject(source.path, "file is not valid JSON", excerpt=ctx.excerpt(raw))
         return None
     if not isinstance(doc, dict):
-        res.reject(source.path, "file is JSON but not an object")
+        res.reject(source.path, "file is JSON but not an object", excerpt=ctx.excerpt(raw))
         return None
+    if len(raw) > ctx.max_text:
+        cap_texts(doc, ctx.max_text, problems)
     return doc

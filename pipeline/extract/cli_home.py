@@ -9,7 +9,22 @@ from pathlib import Path
 
 import yaml
 
-from .base import Context, Prior, ReadResult, Source, as_text, load_json_file, read_bytes, reader, to_json
+from .base import (
+    Context,
+    Finder,
+    Prior,
+    Problems,
+    ReadResult,
+    Source,
+    as_text,
+    cap_text,
+    epoch_ms_iso,
+    integer,
+    load_json_file,
+    read_bytes,
+    reader,
+    to_json,
+)
 from .events import history_session_id
 
 log = logging.getLogger(__name__)
@@ -34,30 +49,32 @@ def default_copilot_homes(env=os.environ) -> list[Path]:
     return out
 
 
-def discover_copilot_home(root: Path) -> list[Source]:
-    """Every source unit under a Copilot CLI home, in a stable order."""
+def discover_copilot_home(root: Path, finder: Finder | None = None) -> list[Source]:
+    """Every source unit under a Copilot CLI home, in a stable order. What cannot be listed or
+    examined is noted in ``finder.problems`` and left out; discovery never fails."""
+    finder = finder or Finder()
     root = root.resolve()
     r = str(root)
     out: list[Source] = []
-    state = root / "session-state"
-    if state.is_dir():
-        # os.scandir: one directory read per folder, file types without a stat (10k+ sessions)
-        with os.scandir(state) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        for entry in entries:
-            if entry.is_dir():
-                out.extend(_session_folder(entry.path, entry.name, r))
-            elif entry.is_file() and entry.name.endswith(".jsonl"):
+    # os.scandir: one directory read per folder, file types without a stat (10k+ sessions)
+    top = {e.name: e for e in finder.entries(r)}
+    state = top.get("session-state")
+    if state is not None and finder.is_dir(state):
+        for entry in finder.entries(state.path):
+            if finder.is_dir(entry):
+                out.extend(_session_folder(entry.path, entry.name, r, finder))
+            elif entry.name.endswith(".jsonl") and finder.is_file(entry):
                 out.append(Source(entry.path, "legacy_jsonl", entry.name[: -len(".jsonl")], r))
-    hist = root / "history-session-state"
-    if hist.is_dir():
-        for entry in sorted(hist.glob("*.json")):
-            out.append(Source(str(entry), "history_json", history_session_id(str(entry)), r))
-    store = root / "session-store.db"
-    if store.is_file():
-        out.append(Source(str(store), "session_store", None, r))
-    elif (root / "session-store.db-wal").is_file():
-        out.append(Source(str(root / "session-store.db-wal"), "orphan_wal", None, r))
+    hist = top.get("history-session-state")
+    if hist is not None and finder.is_dir(hist):
+        for entry in finder.entries(hist.path):
+            if entry.name.endswith(".json") and finder.is_file(entry):
+                out.append(Source(entry.path, "history_json", history_session_id(entry.path), r))
+    store, wal = top.get("session-store.db"), top.get("session-store.db-wal")
+    if store is not None and finder.is_file(store):
+        out.append(Source(store.path, "session_store", None, r))
+    elif wal is not None and finder.is_file(wal):
+        out.append(Source(wal.path, "orphan_wal", None, r))
     return out
 
 
@@ -66,19 +83,16 @@ _SESSION_FILES = (("workspace.yaml", "workspace_yaml"), ("events.jsonl", "events
                   ("index.md", "session_index_md"))
 
 
-def _session_folder(folder: str, sid: str, root: str) -> list[Source]:
-    with os.scandir(folder) as it:
-        entries = {e.name: e for e in it}
+def _session_folder(folder: str, sid: str, root: str, finder: Finder) -> list[Source]:
+    entries = {e.name: e for e in finder.entries(folder)}
     out = []
     for name, kind in _SESSION_FILES:
         e = entries.get(name)
-        if e is not None and e.is_file():
+        if e is not None and finder.is_file(e):
             out.append(Source(e.path, kind, sid, root))
     cp = entries.get("checkpoints")
-    if cp is not None and cp.is_dir():
-        with os.scandir(cp.path) as it:
-            if next(it, None) is not None:
-                out.append(Source(cp.path, "checkpoints", sid, root))
+    if cp is not None and finder.is_dir(cp) and finder.entries(cp.path):
+        out.append(Source(cp.path, "checkpoints", sid, root))
     return out
 
 
@@ -92,34 +106,43 @@ _WORKSPACE_FIELDS = {"name", "summary", "cwd", "git_root", "repository", "branch
 _YAML_LOADER = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
 
+# Copilot writes flat key: value files. Anchors and aliases are refused (a few lines of nested
+# aliases expand to gigabytes), and so is a file this large.
+MAX_YAML_BYTES = 1024 * 1024
+_YAML_ALIAS = re.compile(r"(?:^|[\s\[\{,:-])[&*][^\s,\[\]{}]+", re.M)
+
+
 @reader("workspace_yaml")
 def read_workspace_yaml(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     res = ReadResult()
-    raw = read_bytes(source.path)
+    raw = read_bytes(source.path, limit=MAX_YAML_BYTES + 1)
     text = raw.lstrip(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", "replace")
+    refused = ("it is larger than 1 MiB" if len(raw) > MAX_YAML_BYTES
+               else "it uses YAML anchors or aliases" if _YAML_ALIAS.search(text) else None)
     try:
+        if refused:
+            raise yaml.YAMLError(f"not parsed: {refused}")
         doc = yaml.load(text, Loader=_YAML_LOADER)  # BaseLoader: every value stays a string
         if doc is None:
             doc = {}
         if not isinstance(doc, dict):
             raise yaml.YAMLError("top level is not a mapping")
-    except yaml.YAMLError as exc:
-        reason = " ".join(str(exc).split())[:300]
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        reason = "nested too deep" if isinstance(exc, RecursionError) else " ".join(str(exc).split())[:300]
         res.reject(source.path, f"workspace.yaml is not valid YAML ({reason}); simple key: value lines kept",
-                   excerpt=ctx.redact(text[:200]))
-        doc = _salvage_yaml(text)
-    r = ctx.redact
+                   excerpt=ctx.excerpt(text))
+        doc = _salvage_yaml(text[:MAX_YAML_BYTES])
     row = {
         "session_id": source.session_id, "source_kind": "workspace_yaml",
-        "title": r(_s(doc.get("name"))), "summary": r(_s(doc.get("summary"))),
+        "title": _s(doc.get("name")), "summary": _s(doc.get("summary")),
         "cwd": _s(doc.get("cwd")), "git_root": _s(doc.get("git_root")),
         "repository": _s(doc.get("repository")), "branch": _s(doc.get("branch")),
         "host_type": _s(doc.get("host_type")), "client_name": _s(doc.get("client_name")),
         "created_at": _s(doc.get("created_at")), "updated_at": _s(doc.get("updated_at")),
         "first_user_message": None,
-        "extra": to_json({k: v for k, v in doc.items() if k not in _WORKSPACE_FIELDS}) or None,
+        "extra": to_json({str(k): v for k, v in doc.items() if k not in _WORKSPACE_FIELDS}) or None,
         "_source_path": source.path, "_run_id": ctx.run_id,
-    }
+    }  # every text of a metadata row is redacted as the row is stored (see parallel._redact_rows)
     if doc.get("id") and doc.get("id") != source.session_id:
         log.info("%s: id %s differs from its folder name; the folder name is used", source.path, doc.get("id"))
     res.add("stg_session_meta", row)
@@ -143,14 +166,18 @@ def _s(v) -> str | None:
     if isinstance(v, (dict, list)):
         return to_json(v)
     v = str(v)
-    return v if v.strip() else None
+    return cap_text(v, MAX_FIELD_CHARS, "a value", None) if v.strip() else None
+
+
+MAX_FIELD_CHARS = 64 * 1024  # a metadata field (a title, a path, a branch) longer than this is cut
 
 
 # ------------------------------------------------------------------------------ vscode.metadata.json
 @reader("vscode_metadata")
 def read_vscode_metadata(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     res = ReadResult()
-    doc = load_json_file(source, res, ctx)
+    problems = Problems()
+    doc = load_json_file(source, res, ctx, problems)
     if doc is None:
         return res
     folder = doc.get("workspaceFolder") if isinstance(doc.get("workspaceFolder"), dict) else {}
@@ -159,27 +186,24 @@ def read_vscode_metadata(source: Source, ctx: Context, prior: Prior | None) -> R
         if isinstance(doc.get(key), dict):
             repo = doc[key]
             break
-    r = ctx.redact
     res.add("stg_session_meta", {
         "session_id": source.session_id, "source_kind": "vscode_metadata",
-        "title": r(_s(doc.get("customTitle"))), "summary": None,
+        "title": _s(doc.get("customTitle")) if isinstance(doc.get("customTitle"), str) else None, "summary": None,
         "cwd": _s(folder.get("folderPath")), "git_root": _s(repo.get("repositoryPath")),
         "repository": None, "branch": _s(repo.get("branchName")), "host_type": "vscode",
-        "client_name": "vscode", "created_at": _epoch_ms_iso(folder.get("timestamp")), "updated_at": None,
-        "first_user_message": r(_s(doc.get("firstUserMessage"))),
+        "client_name": "vscode", "created_at": epoch_ms_iso(folder.get("timestamp"), "workspaceFolder.timestamp",
+                                                            problems),
+        "updated_at": None,
+        "first_user_message": _s(doc.get("firstUserMessage")) if isinstance(doc.get("firstUserMessage"), str)
+        else None,
         "extra": to_json({k: v for k, v in doc.items()
                           if k not in ("customTitle", "firstUserMessage", "workspaceFolder")}),
         "_source_path": source.path, "_run_id": ctx.run_id,
     })
+    if problems:
+        res.reject(source.path, f"file kept; {problems.reason()}")
     res.n_records = 1
     return res
-
-
-def _epoch_ms_iso(v) -> str | None:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        from datetime import datetime, timezone
-        return datetime.fromtimestamp(v / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return _s(v)
 
 
 # ------------------------------------------------------------------------------ checkpoints/
@@ -191,47 +215,72 @@ _HEADING = re.compile(r"^#{1,3}\s+(?P<t>.+?)\s*$", re.M)
 
 @reader("checkpoints")
 def read_checkpoints(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
-    """``checkpoints/index.md`` + ``NNN-slug.md`` (real CLI) and ``<uuid>.json`` (the seed note)."""
+    """``checkpoints/index.md`` + ``NNN-slug.md`` (real CLI) and ``<uuid>.json`` (the seed note).
+    A file that cannot be read or whose number does not fit is a reject of its own."""
     res = ReadResult()
-    folder = Path(source.path)
-    titles = _index_titles(folder / "index.md", res, ctx)
-    r = ctx.redact
-    md_files = sorted(p for p in folder.iterdir() if p.is_file() and _MD_NAME.match(p.name))
-    for p in md_files:
-        m = _MD_NAME.match(p.name)
-        n = int(m.group("n"))
-        text = read_bytes(str(p)).lstrip(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", "replace")
-        sections = {mm.group("tag"): mm.group("body") for mm in _SECTION.finditer(text)}
-        if not sections and not text.strip():
-            res.reject(str(p), "checkpoint file is empty")
+    finder = Finder()
+    files = [e for e in finder.entries(source.path) if finder.is_file(e)]
+    for path, reason in finder.problems:
+        res.reject(path, reason)
+    titles = _index_titles(Path(source.path) / "index.md", res, ctx)
+    for e in files:
+        m = _MD_NAME.match(e.name)
+        if not m or e.name == "index.md":
             continue
-        if not sections:
-            sections["overview"] = text.strip()
-        heading = _HEADING.search(text.split("<", 1)[0])
-        title = titles.get(n) or (heading.group("t") if heading else None) or \
-            m.group("slug").replace("-", " ").strip() or None
-        res.add("stg_checkpoints", _checkpoint_row(source, ctx, "folder_md", n, title, sections, None, str(p)))
-    json_files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".json")
+        problems = Problems()
+        try:
+            n = integer(int(m.group("n")), "checkpoint number", problems)
+            if n is None:
+                raise ValueError(f"its number {m.group('n')} is out of range")
+            raw = read_bytes(e.path, limit=ctx.max_text * 4 + 1)
+            text = cap_text(raw.lstrip(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", "replace"),
+                            ctx.max_text, "the file", problems)
+            sections = {mm.group("tag"): mm.group("body") for mm in _SECTION.finditer(text)}
+            if not sections and not text.strip():
+                res.reject(e.path, "checkpoint file is empty")
+                continue
+            if not sections:
+                sections["overview"] = text.strip()
+            heading = _HEADING.search(text.split("<", 1)[0])
+            title = titles.get(n) or (heading.group("t") if heading else None) or \
+                m.group("slug").replace("-", " ").strip() or None
+        except (OSError, ValueError, RecursionError) as exc:
+            res.reject(e.path, f"checkpoint not read: {exc}")
+            continue
+        if problems:
+            res.reject(e.path, f"checkpoint kept; {problems.reason()}")
+        res.add("stg_checkpoints", _checkpoint_row(source, ctx, "folder_md", n, title, sections, None, e.path))
     json_rows = []
-    for p in json_files:
-        doc = load_json_file(Source(str(p), "checkpoint_json", source.session_id), res, ctx)
-        if doc is None:
+    for e in files:
+        if not e.name.endswith(".json"):
             continue
-        number = doc.get("checkpoint_number", doc.get("checkpointNumber", doc.get("number")))
-        created = _s(doc.get("created_at") or doc.get("createdAt") or doc.get("timestamp"))
-        sections = {k: as_text(doc.get(k) if k in doc else doc.get(_camel(k))) for k in CHECKPOINT_SECTIONS}
-        json_rows.append((number if isinstance(number, int) else None, created or "", p.name, doc, sections, p))
+        problems = Problems()
+        try:
+            doc = load_json_file(Source(e.path, "checkpoint_json", source.session_id), res, ctx, problems)
+            if doc is None:
+                continue
+            raw_number = doc.get("checkpoint_number", doc.get("checkpointNumber", doc.get("number")))
+            number = integer(raw_number, "checkpoint_number", problems)
+            created = _s(doc.get("created_at") or doc.get("createdAt") or doc.get("timestamp"))
+            sections = {k: as_text(doc.get(k) if k in doc else doc.get(_camel(k))) for k in CHECKPOINT_SECTIONS}
+            title = _s(doc.get("title"))
+        except (OSError, ValueError, RecursionError) as exc:
+            res.reject(e.path, f"checkpoint not read: {exc}")
+            continue
+        if problems:
+            res.reject(e.path, f"checkpoint kept; {problems.reason()}")
+        json_rows.append((number, created or "", e.name, title, sections, e.path))
     # JSON checkpoints without a number are numbered by creation time, then file name
     taken = {row["checkpoint_number"] for row in res.rows.get("stg_checkpoints", [])}
     next_n = max(taken, default=0)
-    for number, created, _name, doc, sections, p in sorted(json_rows, key=lambda t: (t[1], t[2])):
+    for number, created, _name, title, sections, path in sorted(json_rows, key=lambda t: (t[1], t[2])):
         if number is None or number in taken:
             next_n += 1
             number = next_n
         taken.add(number)
         next_n = max(next_n, number)
-        res.add("stg_checkpoints", _checkpoint_row(source, ctx, "folder_json", number, r(_s(doc.get("title"))),
-                                                   sections, created or None, str(p)))
+        res.add("stg_checkpoints", _checkpoint_row(source, ctx, "folder_json", number, title, sections,
+                                                   created or None, path))
     res.n_records = len(res.rows.get("stg_checkpoints", []))
     return res
 
@@ -242,21 +291,24 @@ def _camel(k: str) -> str:
 
 
 def _checkpoint_row(source, ctx, kind, n, title, sections, created, path):
-    r = ctx.redact
     row = {"session_id": source.session_id, "source_kind": kind, "checkpoint_number": n,
-           "title": r(title), "created_at": created, "_source_path": path, "_run_id": ctx.run_id}
+           "title": title, "created_at": created, "_source_path": path, "_run_id": ctx.run_id}
     for k in CHECKPOINT_SECTIONS:
         v = sections.get(k)
-        row[k] = r(v.strip()) if isinstance(v, str) and v.strip() else None
+        row[k] = cap_text(v.strip(), ctx.max_text, k, None) if isinstance(v, str) and v.strip() else None
     return row
 
 
 def _index_titles(index: Path, res: ReadResult, ctx: Context) -> dict[int, str]:
     """Checkpoint titles from the markdown table in ``checkpoints/index.md``."""
-    if not index.is_file():
+    try:
+        if not index.is_file():
+            return {}
+        text = read_bytes(str(index), limit=MAX_YAML_BYTES).decode("utf-8", "replace")
+    except OSError as exc:
+        res.reject(str(index), f"checkpoint index not read: {exc.strerror or exc}")
         return {}
     out = {}
-    text = read_bytes(str(index)).decode("utf-8", "replace")
     for line in text.splitlines():
         m = _INDEX_ROW.match(line.strip())
         if not m:

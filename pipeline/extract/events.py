@@ -13,12 +13,16 @@ import orjson
 
 from ..redact import LINE_SCREEN, screen, screen_lines
 from .base import (
+    COUNT,
     FORBIDDEN_SCREEN,
     Context,
     Prior,
+    Problems,
     ReadResult,
     Source,
     as_text,
+    bigint,
+    cap_texts,
     keep,
     load_json_file,
     read_bytes,
@@ -68,12 +72,18 @@ _SCREEN_BOTH = f"{LINE_SCREEN}|{FORBIDDEN_SCREEN}"
 
 
 def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line: int, offset: int,
-               source_path: str, ctx: Context, screen: tuple[bool, bool] = (True, True)) -> tuple[dict, list[dict]]:
+               source_path: str, ctx: Context, screen: tuple[bool, bool] = (True, True),
+               problems: Problems | None = None) -> tuple[dict, list[dict]]:
     """One stg_events row (and its stg_tool_requests rows) from one parsed event envelope.
 
     ``screen`` says whether the event's raw line may hold a secret and a forbidden key (see
     ``read_event_log``); text of a line cleared of both is stored as it is, without the rules.
+    Every field may have any JSON type: what does not fit its column is text or NULL (a number
+    out of range is noted in ``problems``). On a line that may hold a secret every text goes
+    through the rules, identifiers included.
     """
+    if not isinstance(obj, dict):
+        raise ValueError(f"an entry that is {type(obj).__name__}, not an object")
     may_hold_secret, may_hold_forbidden = screen
     redact = ctx.redact if may_hold_secret else keep
     clean = (lambda v: scrub(v, redact)) if may_hold_secret or may_hold_forbidden else keep
@@ -104,8 +114,8 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
     out_tokens = data.get("outputTokens")
 
     extra = {k: v for k, v in data.items() if k not in _LIFTED}
-    if etype in _REASONING_TYPES:
-        extra.pop("content", None)
+    if etype in _REASONING_TYPES:  # reasoning text, whatever the field: only its id is kept
+        extra = {k: v for k, v in extra.items() if k == "reasoningId"}
     if isinstance(result, dict):
         # detailedContent usually repeats content word for word: kept only when it says more
         rest = {k: v for k, v in result.items()
@@ -120,30 +130,32 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
         if key in obj:
             extra.setdefault("_envelope", {})[key] = obj[key]
 
+    # identifiers come from the same line: on a flagged line they go through the rules too
+    ident = (lambda v: redact(_str(v))) if may_hold_secret else _str
     row = {
         "session_id": session_id,
         "source_kind": source_kind,
         "event_index": index,
-        "event_id": _str(obj.get("id")),
-        "parent_id": _str(obj.get("parentId")),
-        "event_type": etype,
-        "ts": _str(obj.get("timestamp")),
-        "agent_id": _str(obj.get("agentId")),
+        "event_id": ident(obj.get("id")),
+        "parent_id": ident(obj.get("parentId")),
+        "event_type": ident(etype),
+        "ts": ident(obj.get("timestamp")),
+        "agent_id": ident(obj.get("agentId")),
         "content": redact(content),
-        "model": _str(data.get("model")),
-        "interaction_id": _str(data.get("interactionId")),
-        "turn_id": _str(data.get("turnId")),
-        "tool_call_id": _str(data.get("toolCallId")),
-        "tool_name": _str(tool_name),
+        "model": ident(data.get("model")),
+        "interaction_id": ident(data.get("interactionId")),
+        "turn_id": ident(data.get("turnId")),
+        "tool_call_id": ident(data.get("toolCallId")),
+        "tool_name": ident(tool_name),
         "arguments": _args_json(args, redact, clean),
         "success": success if isinstance(success, bool) else None,
         "error_message": redact(error_message),
         "result_content": redact(result_content),
-        "parent_tool_call_id": _str(data.get("parentToolCallId")),
-        "mcp_server_name": _str(data.get("mcpServerName")),
-        "output_tokens": _int(out_tokens),
-        "request_id": _str(data.get("requestId")),
-        "api_call_id": _str(data.get("apiCallId") or data.get("serviceRequestId")),
+        "parent_tool_call_id": ident(data.get("parentToolCallId")),
+        "mcp_server_name": ident(data.get("mcpServerName")),
+        "output_tokens": bigint(out_tokens, "outputTokens", problems, COUNT),
+        "request_id": ident(data.get("requestId")),
+        "api_call_id": ident(data.get("apiCallId") or data.get("serviceRequestId")),
         "extra": to_json(clean(extra)) if extra else None,
         "_source_path": source_path,
         "_source_line": line,
@@ -156,13 +168,13 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
         for i, req in enumerate(tool_requests):
             if not isinstance(req, dict):
                 continue
+            function = req.get("function") if isinstance(req.get("function"), dict) else {}
             requests.append({
                 "session_id": session_id, "event_index": index, "request_index": i,
-                "tool_call_id": _str(req.get("toolCallId") or req.get("id")),
-                "tool_name": _str(req.get("name") or (req.get("function") or {}).get("name")),
-                "arguments": _args_json(req.get("arguments", (req.get("function") or {}).get("arguments")),
-                                        redact, clean),
-                "ts": row["ts"], "model": row["model"], "mcp_server_name": _str(req.get("mcpServerName")),
+                "tool_call_id": ident(req.get("toolCallId") or req.get("id")),
+                "tool_name": ident(req.get("name") or function.get("name")),
+                "arguments": _args_json(req.get("arguments", function.get("arguments")), redact, clean),
+                "ts": row["ts"], "model": row["model"], "mcp_server_name": ident(req.get("mcpServerName")),
                 "_source_path": source_path, "_source_line": line, "_run_id": ctx.run_id,
             })
     return row, requests
@@ -171,22 +183,9 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
 def _str(v) -> str | None:
     if v is None:
         return None
-    return v if isinstance(v, str) else str(v)
-
-
-def _int(v) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float):
-        return int(v)
     if isinstance(v, str):
-        try:
-            return int(float(v))
-        except ValueError:
-            return None
-    return None
+        return v
+    return to_json(v) if isinstance(v, (dict, list)) else str(v)
 
 
 def _args_json(args, redact, clean) -> str | None:
@@ -227,23 +226,43 @@ def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kin
         if isinstance(item, Record):
             first = item.line - start_line
             last = first + item.n_lines
+            end = starts[last] if last < n_starts else len(data)
             screen_hits = (False, False)
             if flagged and any(i in flagged for i in range(first, last)):
-                raw = data[starts[first]:starts[last] if last < n_starts else len(data)]
+                raw = data[starts[first]:end]
                 screen_hits = (bool(may_secret and may_secret(raw)), bool(may_forbidden(raw)))
-            row, reqs = event_rows(item.obj, session_id=sid, source_kind=source_kind, index=index,
-                                   line=item.line, offset=item.offset, source_path=source.path, ctx=ctx,
-                                   screen=screen_hits)
+            problems = Problems()
+            if item.note:
+                problems.note(item.note)
+            try:  # one record that cannot be converted is a reject; the rest of the file goes on
+                if end - starts[first] > ctx.max_text:  # only a line this long can hold a text this long
+                    cap_texts(item.obj, ctx.max_text, problems)
+                row, reqs = event_rows(item.obj, session_id=sid, source_kind=source_kind, index=index,
+                                       line=item.line, offset=item.offset, source_path=source.path, ctx=ctx,
+                                       screen=screen_hits, problems=problems)
+            except Exception as exc:  # noqa: BLE001 - any value of any type may be in a hostile line
+                res.reject(source.path, f"event could not be read: {_error(exc)}", line=item.line,
+                           offset=item.offset, excerpt=ctx.excerpt(data[starts[first]:end]))
+                continue
+            if problems:
+                res.reject(source.path, f"event kept; {problems.reason()}", line=item.line, offset=item.offset,
+                           excerpt=ctx.excerpt(data[starts[first]:end]))
             res.add("stg_events", row)
             for r in reqs:
                 res.add("stg_tool_requests", r)
             index += 1
         else:
-            res.reject(source.path, item.reason, line=item.line, offset=item.offset,
-                       excerpt=ctx.redact(item.excerpt))
+            res.reject(source.path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
     res.last_good_offset, res.good_line, res.pending_tail = state.good_offset, state.good_line, state.pending_tail
     res.n_records = index
     return res
+
+
+def _error(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deep"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def tail_digest(path: str, offset: int) -> str:
@@ -284,40 +303,56 @@ def history_session_id(path: str) -> str:
 def read_history_json(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     """Legacy CLI 0.0.3xx ``history-session-state/session_<id>_<ms>.json`` (timeline format)."""
     res = ReadResult()
-    doc = load_json_file(source, res, ctx)
+    problems = Problems()
+    doc = load_json_file(source, res, ctx, problems)
     if doc is None:
         return res
-    sid = _str(doc.get("sessionId")) or source.session_id
-    events = list(_history_events(doc))
-    for i, ev in enumerate(events):
-        row, reqs = event_rows(ev, session_id=sid, source_kind="history_json", index=i, line=None,
-                               offset=None, source_path=source.path, ctx=ctx)
-        row["_source_line"] = i + 1  # position in the synthesized event list
+    sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) and doc["sessionId"] else source.session_id
+    index = 0
+    for position, ev in _history_events(doc):
+        try:
+            row, reqs = event_rows(ev, session_id=sid, source_kind="history_json", index=index, line=None,
+                                   offset=None, source_path=source.path, ctx=ctx, problems=problems)
+        except Exception as exc:  # noqa: BLE001 - a timeline entry of any shape
+            res.reject(source.path, f"{position} could not be read: {_error(exc)}", excerpt=ctx.excerpt(str(ev)))
+            continue
+        row["_source_line"] = index + 1  # position in the synthesized event list
         res.add("stg_events", row)
         for r in reqs:
             res.add("stg_tool_requests", r)
-    res.n_records = len(events)
+        index += 1
+    if problems:
+        res.reject(source.path, f"file kept; {problems.reason()}")
+    res.n_records = index
     res.last_good_offset = os.path.getsize(source.path)
     return res
 
 
 def _history_events(doc: dict):
-    """Translate the legacy timeline (or OpenAI-style chatMessages) into CLI events."""
+    """Translate the legacy timeline (or OpenAI-style chatMessages) into CLI events, as (where in
+    the file, event) pairs; entries of the wrong shape are passed on for the caller to reject."""
+    def d(v) -> dict:
+        return v if isinstance(v, dict) else {}
+
     start = doc.get("startTime")
-    yield {"type": SESSION_START, "timestamp": start,
-           "data": {"sessionId": doc.get("sessionId"), "startTime": start, "producer": "copilot-cli-legacy"}}
+    yield "startTime", {"type": SESSION_START, "timestamp": start,
+                        "data": {"sessionId": doc.get("sessionId"), "startTime": start,
+                                 "producer": "copilot-cli-legacy"}}
     timeline = doc.get("timeline")
     if isinstance(timeline, list) and timeline:
-        for item in timeline:
+        for n, item in enumerate(timeline):
+            where = f"timeline entry {n + 1}"
             if not isinstance(item, dict):
+                yield where, item  # rejected by the caller: not an object
                 continue
             kind, ts, eid = item.get("type"), item.get("timestamp"), item.get("id")
             if kind == "user":
-                yield {"type": USER_MESSAGE, "id": eid, "timestamp": ts, "data": {"content": item.get("text")}}
+                yield where, {"type": USER_MESSAGE, "id": eid, "timestamp": ts, "data": {"content": item.get("text")}}
             elif kind == "copilot":
-                yield {"type": ASSISTANT_MESSAGE, "id": eid, "timestamp": ts, "data": {"content": item.get("text")}}
+                yield where, {"type": ASSISTANT_MESSAGE, "id": eid, "timestamp": ts,
+                              "data": {"content": item.get("text")}}
             elif kind == "tool_call_completed":
-                result = item.get("result") if isinstance(item.get("result"), dict) else {}
+                result = d(item.get("result"))
                 status = result.get("type")
                 data = {"toolCallId": item.get("callId"), "toolName": item.get("name"),
                         "arguments": item.get("arguments"),
@@ -325,28 +360,32 @@ def _history_events(doc: dict):
                         "result": {"content": result.get("log")},
                         "toolTitle": item.get("toolTitle"), "intentionSummary": item.get("intentionSummary")}
                 if status not in (None, "success"):
-                    data["error"] = {"message": as_text(result.get("log")) or status}
-                yield {"type": TOOL_START, "id": eid, "timestamp": ts,
-                       "data": {k: data[k] for k in ("toolCallId", "toolName", "arguments")}}
-                yield {"type": TOOL_COMPLETE, "id": eid, "timestamp": ts, "data": data}
+                    data["error"] = {"message": as_text(result.get("log")) or str(status)}
+                yield where, {"type": TOOL_START, "id": eid, "timestamp": ts,
+                              "data": {k: data[k] for k in ("toolCallId", "toolName", "arguments")}}
+                yield where, {"type": TOOL_COMPLETE, "id": eid, "timestamp": ts, "data": data}
             elif kind == "info":
-                yield {"type": "session.info", "id": eid, "timestamp": ts, "data": {"message": item.get("text")}}
+                yield where, {"type": "session.info", "id": eid, "timestamp": ts, "data": {"message": item.get("text")}}
             else:
-                yield {"type": f"legacy.{kind}", "id": eid, "timestamp": ts, "data": item}
+                yield where, {"type": f"legacy.{kind}", "id": eid, "timestamp": ts, "data": item}
         return
-    for i, msg in enumerate(doc.get("chatMessages") or []):
+    messages = doc.get("chatMessages")
+    for i, msg in enumerate(messages if isinstance(messages, list) else []):
+        where = f"chat message {i + 1}"
         if not isinstance(msg, dict):
+            yield where, msg
             continue
         role = msg.get("role")
         if role == "user":
-            yield {"type": USER_MESSAGE, "timestamp": None, "data": {"content": as_text(msg.get("content"))}}
+            yield where, {"type": USER_MESSAGE, "timestamp": None, "data": {"content": as_text(msg.get("content"))}}
         elif role == "assistant":
-            reqs = [{"toolCallId": c.get("id") or f"call-{i}-{j}", "name": (c.get("function") or {}).get("name"),
-                     "arguments": (c.get("function") or {}).get("arguments")}
-                    for j, c in enumerate(msg.get("tool_calls") or []) if isinstance(c, dict)]
-            yield {"type": ASSISTANT_MESSAGE, "timestamp": None,
-                   "data": {"content": as_text(msg.get("content")), "toolRequests": reqs}}
+            calls = msg.get("tool_calls") if isinstance(msg.get("tool_calls"), list) else []
+            reqs = [{"toolCallId": c.get("id") or f"call-{i}-{j}", "name": d(c.get("function")).get("name"),
+                     "arguments": d(c.get("function")).get("arguments")}
+                    for j, c in enumerate(calls) if isinstance(c, dict)]
+            yield where, {"type": ASSISTANT_MESSAGE, "timestamp": None,
+                          "data": {"content": as_text(msg.get("content")), "toolRequests": reqs}}
         elif role == "tool":
-            yield {"type": TOOL_COMPLETE, "timestamp": None,
-                   "data": {"toolCallId": msg.get("tool_call_id"), "toolName": msg.get("name"),
-                            "result": {"content": as_text(msg.get("content"))}}}
+            yield where, {"type": TOOL_COMPLETE, "timestamp": None,
+                          "data": {"toolCallId": msg.get("tool_call_id"), "toolName": msg.get("name"),
+                                   "result": {"content": as_text(msg.get("content"))}}}

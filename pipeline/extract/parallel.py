@@ -16,9 +16,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..redact import Redactor
-from ..schema import to_arrow
-from .base import APPEND_KINDS, READERS, Context, Prior, ReadResult, Source
+from ..processes import stop_pool, worker_init
+from ..redact import Redactor, stored_path
+from ..schema import TABLES, to_arrow
+from .base import APPEND_KINDS, INT32, INT64, READERS, Context, Prior, ReadResult, Source, max_text_chars
 from .events import tail_digest
 
 if TYPE_CHECKING:
@@ -71,14 +72,18 @@ def _to_ipc(table: pa.Table) -> pa.Buffer:
     return sink.getvalue()
 
 
-def _read_one(source: Source, prior: Prior | None, run_id: str, redact: bool) -> tuple[Read, dict[str, list[dict]]]:
+def _read_one(source: Source, prior: Prior | None, run_id: str, redact: bool,
+              scratch: str | None = None) -> tuple[Read, dict[str, list[dict]]]:
     redactor = Redactor(enabled=redact)
-    ctx = Context(run_id=run_id, redact=redactor)
+    ctx = Context(run_id=run_id, redact=redactor, max_text=max_text_chars(), scratch=scratch)
     try:
         res = READERS[source.kind](source, ctx, prior)
-    except (OSError, ValueError, UnicodeError) as exc:
+    except OSError as exc:  # the file as a whole: gone, no permission, a full temp folder, ...
+        return Read(source, None, 0, set(), f"could not be read: {exc.strerror or exc}", dict(redactor.counts)), {}
+    except Exception as exc:  # noqa: BLE001 - a reader that fails on some content: the file is one reject
         return Read(source, None, 0, set(), f"could not be read: {type(exc).__name__}: {exc}",
                     dict(redactor.counts)), {}
+    _redact_rows(res, ctx, redact)
     rows = {} if res.skipped_reason else res.rows
     res.rows = {}
     sessions = {r["session_id"] for rs in rows.values() for r in rs if r.get("session_id")}
@@ -87,14 +92,105 @@ def _read_one(source: Source, prior: Prior | None, run_id: str, redact: bool) ->
     return Read(source, res, n_rows, sessions, None, dict(redactor.counts), tail), rows
 
 
-def read_batch(jobs: list[tuple[Source, Prior | None]], run_id: str, redact: bool) -> Batch:
+# Tables whose every text the readers redact themselves, with the line screen (see events.event_rows):
+# of their rows only the session id and the source path are redacted here.
+_SCREENED = frozenset({"stg_events", "stg_tool_requests"})
+
+
+def _redact_rows(res: ReadResult, ctx: Context, enabled: bool) -> None:
+    """Every text a reader produced goes through redaction before it is stored: metadata, paths,
+    ids, store rows, rejects (reasons and excerpts too). Paths and ids become valid UTF-8."""
+    redact = ctx.redact if enabled else (lambda v: v)
+    for table, rows in res.rows.items():
+        if table in _SCREENED:
+            for row in rows:
+                for key in ("session_id", "_source_path"):
+                    if isinstance(row.get(key), str):
+                        row[key] = stored_path(row[key], enabled)
+            continue
+        for row in rows:
+            for key, value in row.items():
+                if isinstance(value, str):
+                    row[key] = stored_path(value, enabled) if key in ("_source_path", "session_id") else redact(value)
+    for r in res.rejects:
+        r["source_path"] = stored_path(r["source_path"], enabled)
+        for key in ("reason", "excerpt"):
+            if isinstance(r.get(key), str):
+                r[key] = redact(r[key].encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+
+
+def read_batch(jobs: list[tuple[Source, Prior | None]], run_id: str, redact: bool,
+               scratch: str | None = None) -> Batch:
     reads, rows = [], {}
     for src, prior in jobs:
-        read, got = _read_one(src, prior, run_id, redact)
+        read, got = _read_one(src, prior, run_id, redact, scratch)
         reads.append(read)
         for table, rs in got.items():
             rows.setdefault(table, []).extend(rs)
-    return Batch(reads, {table: to_arrow(table, rs) for table, rs in rows.items() if rs})
+    tables = {}
+    for table, rs in rows.items():
+        if rs:
+            tables[table] = _to_arrow_safe(table, rs, reads)
+    return Batch(reads, tables)
+
+
+def _to_arrow_safe(table: str, rows: list[dict], reads: list[Read]) -> pa.Table:
+    """The rows as an Arrow table; when some row has a value its column cannot hold (a reader missed
+    it), the rows are converted one by one: a value out of range becomes NULL with a note, a row that
+    still fails is a reject of its own, and every other row is kept."""
+    try:
+        return to_arrow(table, rows)
+    except Exception:  # noqa: BLE001 - pyarrow's errors vary; the rows are examined one by one below
+        pass
+    import pyarrow as pa
+
+    by_path = {stored_path(r.source.path): r for r in reads if r.result is not None}
+    kept = []
+    for row in rows:
+        notes = _fit(table, row)
+        try:
+            to_arrow(table, [row])
+        except Exception as exc:  # noqa: BLE001
+            _note(by_path, row, f"{table} row could not be stored: {type(exc).__name__}: {exc}")
+            continue
+        if notes:
+            _note(by_path, row, f"{table} row kept; {'; '.join(notes)}")
+        kept.append(row)
+    return to_arrow(table, kept) if kept else pa.Table.from_pylist([], schema=to_arrow(table, []).schema)
+
+
+def _fit(table: str, row: dict) -> list[str]:
+    """Make every value of ``row`` fit its declared column (in place); what was changed."""
+    notes = []
+    for col in TABLES[table].columns:
+        v = row.get(col.name)
+        if v is None:
+            continue
+        if col.type in ("INTEGER", "BIGINT"):
+            lo, hi = INT32 if col.type == "INTEGER" else INT64
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                row[col.name] = None
+                notes.append(f"{col.name} = {str(v)[:40]} does not fit (set to NULL)")
+        elif col.type == "DOUBLE":
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v or v in (float("inf"), -float("inf")):
+                row[col.name] = None
+                notes.append(f"{col.name} = {str(v)[:40]} is not a finite number (set to NULL)")
+        elif col.type == "VARCHAR":
+            text = v if isinstance(v, str) else str(v)
+            row[col.name] = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        elif col.type == "BOOLEAN" and not isinstance(v, bool):
+            row[col.name] = None
+    return notes
+
+
+def _note(by_path: dict[str, Read], row: dict, reason: str) -> None:
+    read = by_path.get(row.get("_source_path"))
+    if read is None:
+        return
+    line = row.get("_source_line") if isinstance(row.get("_source_line"), int) else None
+    read.result.reject(read.source.path, Redactor()(reason), line=line,
+                       offset=row.get("_source_offset") if line else None)
+    read.result.rejects[-1]["source_path"] = stored_path(read.source.path)
 
 
 def _to_read(src: Source, prior: Prior | None, size: int) -> int:
@@ -117,19 +213,25 @@ def _batches(jobs: list[tuple[Source, Prior | None, int]]) -> Iterator[list[tupl
 
 
 def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: bool,
-             workers: int | None = None) -> Iterator[Batch]:
+             workers: int | None = None, scratch: str | None = None) -> Iterator[Batch]:
     """Read every job (source, what the warehouse knows of it, its size), in order, in batches of
     consecutive sources; on several cores when there are enough of them to be worth it."""
     workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
     if workers <= 1 or sum(_to_read(src, prior, size) for src, prior, size in jobs) < PARALLEL_MIN_BYTES:
         for batch in _batches(jobs):
-            yield read_batch(batch, run_id, redact)
+            yield read_batch(batch, run_id, redact, scratch)
         return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=worker_init)
+    try:
         pending: deque = deque()
         for batch in _batches(jobs):
-            pending.append(pool.submit(read_batch, batch, run_id, redact))
+            pending.append(pool.submit(read_batch, batch, run_id, redact, scratch))
             if len(pending) >= WAVE * workers:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+    except BaseException:
+        stop_pool(pool)  # Ctrl-C or an error: the workers stop now, not after their batches
+        raise
+    pool.shutdown()

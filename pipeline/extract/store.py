@@ -10,6 +10,7 @@ only in the WAL are read and the source is untouched. Tables and columns are pro
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import sqlite3
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..schema import TABLES
-from .base import Context, Prior, ReadResult, Source, reader
+from .base import COUNT, INT64, Context, Prior, Problems, ReadResult, Source, bigint, cap_text, integer, reader
 
 log = logging.getLogger(__name__)
 
@@ -84,16 +85,22 @@ def _txt(v):
     return str(v)
 
 
-def read_snapshot(source: Source, res: ReadResult, label: str, read: Callable[[sqlite3.Connection], None]) -> None:
+def read_snapshot(source: Source, res: ReadResult, label: str, read: Callable[[sqlite3.Connection], None],
+                  ctx: Context | None = None) -> None:
     """Run ``read`` on a read-only copy of a live SQLite database and its WAL. A database that keeps
-    changing or is busy is skipped (retried next run); one that cannot be read is a file reject."""
-    with tempfile.TemporaryDirectory(prefix="copilot-sqlite-") as tmp:
+    changing or is busy is skipped (retried next run); one that cannot be read is a file reject.
+
+    The copy holds unredacted text: it is made in the run's private scratch folder (next to the
+    warehouse, removed when the run ends and, after a crash, by the next run), never elsewhere."""
+    with tempfile.TemporaryDirectory(prefix="sqlite-", dir=ctx.scratch if ctx else None) as tmp:
         copy = snapshot_copy(source.path, tmp)
         if copy is None:
             res.skipped_reason = f"{label} kept changing while being copied; skipped, will retry next run"
             return
         try:
             con = sqlite3.connect(f"file:{Path(copy).as_posix()}?mode=ro", uri=True, timeout=2)
+            # a text column that is not valid UTF-8 reads with U+FFFD instead of failing the table
+            con.text_factory = lambda b: b.decode("utf-8", "replace")
             try:
                 con.execute("select count(*) from sqlite_master").fetchone()
                 read(con)
@@ -110,7 +117,7 @@ def read_snapshot(source: Source, res: ReadResult, label: str, read: Callable[[s
 @reader("session_store")
 def read_session_store(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     res = ReadResult()
-    read_snapshot(source, res, "session-store.db", lambda con: _read_tables(con, source, ctx, res))
+    read_snapshot(source, res, "session-store.db", lambda con: _read_tables(con, source, ctx, res), ctx)
     res.n_records = sum(len(v) for v in res.rows.values())
     return res
 
@@ -137,38 +144,42 @@ _COPIES = [
                         "turn_index", "agent_id", "parent_tool_call_id", "initiator", "duration_ms",
                         "created_at")}}, {}),
 ]
-# free text a user or model wrote: redacted
-_TEXT = {"summary", "user_message", "assistant_response", "title", "overview", "history", "work_done",
-         "technical_details", "important_files", "next_steps"}
 _CONSTANTS = {"stg_session_meta": {"source_kind": "store"}, "stg_checkpoints": {"source_kind": "store"}}
 
 
 def _read_tables(con, source: Source, ctx: Context, res: ReadResult) -> None:
+    """Every row of the tables the store has, converted to its staging columns one by one: a value
+    out of range for its column is NULL (noted), a row that cannot be converted a reject of its own.
+    (Every text is redacted as the rows are stored: see parallel._redact_rows.)"""
     missing = []
     for table, stg, mapping, aliases in _COPIES:
-        rows = _select(con, table, list(mapping.values()), aliases)
+        try:
+            rows = _select(con, table, list(mapping.values()), aliases)
+        except sqlite3.DatabaseError as exc:
+            res.reject(source.path, f"table {table} could not be read: {exc}", line=None)
+            continue
         if rows is None:
             missing.append(table)
             continue
         types = {c.name: c.type for c in TABLES[stg].columns}
         for i, row in enumerate(rows):
-            if row.get("session_id", row.get("id")) is None:
-                res.reject(source.path, f"{table} row {i + 1} has no session id", excerpt=str(row)[:200])
+            problems = Problems()
+            try:
+                out = _row(row, mapping, types, problems, ctx)
+                if out.get("session_id") is None:
+                    raise ValueError("it has no session id")
+            except Exception as exc:  # noqa: BLE001 - a value of any type in any column
+                res.reject(source.path, f"{table} row {i + 1} could not be read: {exc}", excerpt=ctx.excerpt(
+                    repr(row)))
                 continue
-            out = {}
-            for col, src_col in mapping.items():
-                v = row[src_col]
-                if types[col] in ("INTEGER", "BIGINT"):
-                    out[col] = _int(v)
-                elif types[col] == "DOUBLE":
-                    out[col] = _float(v)
-                else:
-                    out[col] = ctx.redact(_txt(v)) if col in _TEXT else _txt(v)
+            if problems:
+                res.reject(source.path, f"{table} row {i + 1} kept; {problems.reason()}",
+                           excerpt=ctx.excerpt(repr(row)))
             if stg == "stg_store_usage" and out["row_id"] is None:
                 out["row_id"] = i
             out.update(_CONSTANTS.get(stg, {}), _source_path=source.path, _run_id=ctx.run_id)
             res.add(stg, out)
-    r, path, run = ctx.redact, source.path, ctx.run_id
+    path, run = source.path, ctx.run_id
 
     # search_index holds turns and checkpoints again (already read above); workspace artifacts exist only here
     try:
@@ -178,32 +189,45 @@ def _read_tables(con, source: Source, ctx: Context, res: ReadResult) -> None:
             res.add("stg_documents", {
                 "session_id": _txt(sid), "kind": "workspace_artifact",
                 "path": f"session-store.db/search_index/{_txt(source_id) or ''}",
-                "content": r(_txt(content)), "_source_path": path, "_run_id": run})
+                "content": cap_text(_txt(content) or "", ctx.max_text, "content", None) if content is not None
+                else None, "_source_path": path, "_run_id": run})
     except sqlite3.DatabaseError as exc:
         if "no such" in str(exc):
             missing.append("search_index")
         else:
-            raise
+            res.reject(path, f"search_index could not be read: {exc}")
     if missing:
         log.info("%s: tables not present in this store version: %s", path, ", ".join(missing))
 
 
-def _int(v):
-    if v is None or isinstance(v, int):
-        return v
-    try:
-        return int(float(v))
-    except (TypeError, ValueError, OverflowError):
+def _row(row: dict, mapping: dict[str, str], types: dict[str, str], problems: Problems, ctx: Context) -> dict:
+    out = {}
+    for col, src_col in mapping.items():
+        v = row[src_col]
+        if types[col] == "INTEGER":
+            out[col] = integer(v, f"{src_col}", problems)
+        elif types[col] == "BIGINT":
+            counted = col.endswith("_tokens") or col == "total_nano_aiu"
+            out[col] = bigint(v, f"{src_col}", problems, COUNT if counted else INT64)
+        elif types[col] == "DOUBLE":
+            out[col] = _float(v, src_col, problems)
+        else:
+            text = _txt(v)
+            out[col] = cap_text(text, ctx.max_text, src_col, problems) if text is not None else None
+    return out
+
+
+def _float(v, what: str, problems: Problems):
+    if v is None or isinstance(v, bool):
         return None
-
-
-def _float(v):
-    if v is None or isinstance(v, float):
-        return v
     try:
-        return float(v)
+        f = float(v)
     except (TypeError, ValueError):
         return None
+    if not math.isfinite(f):
+        problems.note(f"{what} = {v} is not a finite number (set to NULL)")
+        return None
+    return f
 
 
 @reader("orphan_wal")

@@ -13,13 +13,27 @@ import logging
 import os
 import re
 import sqlite3
-from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import orjson
 
-from .base import Context, Prior, ReadResult, Source, as_text, load_json_file, read_bytes, reader, to_json
+from .base import (
+    Context,
+    Finder,
+    Prior,
+    Problems,
+    ReadResult,
+    Source,
+    as_text,
+    cap_text,
+    cap_texts,
+    epoch_ms_iso,
+    load_json_file,
+    read_bytes,
+    reader,
+    to_json,
+)
 from .events import (
     ASSISTANT_MESSAGE,
     SESSION_START,
@@ -91,58 +105,73 @@ def folder_path(uri: str) -> str:
     return path or uri
 
 
-def _child(folder: Path, name: str) -> Path | None:
-    """``folder/name`` matched case-insensitively (``GitHub.copilot-chat`` vs ``github.copilot-chat``)."""
-    if not folder.is_dir():
-        return None
-    exact = folder / name
-    if exact.is_dir():
-        return exact
-    return next((c for c in sorted(folder.iterdir()) if c.is_dir() and c.name.lower() == name.lower()), None)
-
-
-def discover_vscode_user(user: Path) -> list[Source]:
+def discover_vscode_user(user: Path, finder: Finder | None = None) -> list[Source]:
+    """Every source unit under a VS Code User folder; what cannot be listed or examined is noted in
+    ``finder.problems`` and left out."""
+    finder = finder or Finder()
     user = user.resolve()
     root = str(user)
     out: list[Source] = []
-    storage_root = user / "workspaceStorage"
-    storages = sorted(p for p in storage_root.iterdir() if p.is_dir()) if storage_root.is_dir() else []
+    top = {e.name: e for e in finder.entries(root)}
+    storage_root = top.get("workspaceStorage")
+    storages = [e for e in finder.entries(storage_root.path) if finder.is_dir(e)] \
+        if storage_root is not None and finder.is_dir(storage_root) else []
     for storage in storages:
-        folder = workspace_folder(storage)
-        out.extend(_chat_files(storage / "chatSessions", root, folder))
-        chat_ext = _child(storage, "GitHub.copilot-chat")
+        folder = workspace_folder(Path(storage.path))
+        children = {e.name: e for e in finder.entries(storage.path)}
+        out.extend(_chat_files(children.get("chatSessions"), root, folder, finder))
+        chat_ext = _child(children, "GitHub.copilot-chat", finder)
         if chat_ext is not None:
-            tdir = chat_ext / "transcripts"
-            if tdir.is_dir():
-                out.extend(Source(str(p), "transcript", p.stem, root, folder) for p in sorted(tdir.glob("*.jsonl")))
-            out.extend(_memories(chat_ext / "memory-tool" / "memories", root, folder))
-        state = storage / "state.vscdb"
-        if state.is_file():
-            out.append(Source(str(state), "vscode_state_db", None, root, folder))
-    glob = user / "globalStorage"
-    out.extend(_chat_files(glob / "emptyWindowChatSessions", root, None))
-    chat_ext = _child(glob, "github.copilot-chat")
-    if chat_ext is not None:
-        out.extend(_memories(chat_ext / "memory-tool" / "memories", root, None))
+            ext = {e.name: e for e in finder.entries(chat_ext.path)}
+            tdir = ext.get("transcripts")
+            if tdir is not None and finder.is_dir(tdir):
+                out.extend(Source(e.path, "transcript", e.name[:-len(".jsonl")], root, folder)
+                           for e in finder.entries(tdir.path) if e.name.endswith(".jsonl") and finder.is_file(e))
+            out.extend(_memories(os.path.join(chat_ext.path, "memory-tool", "memories"), root, folder, finder))
+        state = children.get("state.vscdb")
+        if state is not None and finder.is_file(state):
+            out.append(Source(state.path, "vscode_state_db", None, root, folder))
+    glob = top.get("globalStorage")
+    if glob is not None and finder.is_dir(glob):
+        children = {e.name: e for e in finder.entries(glob.path)}
+        out.extend(_chat_files(children.get("emptyWindowChatSessions"), root, None, finder))
+        chat_ext = _child(children, "github.copilot-chat", finder)
+        if chat_ext is not None:
+            out.extend(_memories(os.path.join(chat_ext.path, "memory-tool", "memories"), root, None, finder))
     return out
 
 
-def _chat_files(folder: Path, root: str, workspace: str | None) -> list[Source]:
-    if not folder.is_dir():
-        return []
-    return [Source(str(p), "chat_session", p.stem, root, workspace) for p in sorted(folder.iterdir())
-            if p.is_file() and p.suffix in (".json", ".jsonl")]
+def _child(children: dict[str, os.DirEntry], name: str, finder: Finder) -> os.DirEntry | None:
+    """The folder ``name`` among ``children``, matched case-insensitively (``GitHub.copilot-chat`` vs
+    ``github.copilot-chat``)."""
+    exact = children.get(name)
+    if exact is not None and finder.is_dir(exact):
+        return exact
+    return next((e for n, e in sorted(children.items()) if n.lower() == name.lower() and finder.is_dir(e)), None)
 
 
-def _memories(folder: Path, root: str, workspace: str | None) -> list[Source]:
-    if not folder.is_dir():
+def _chat_files(folder: os.DirEntry | None, root: str, workspace: str | None, finder: Finder) -> list[Source]:
+    if folder is None or not finder.is_dir(folder):
         return []
+    return [Source(e.path, "chat_session", e.name.rsplit(".", 1)[0], root, workspace)
+            for e in finder.entries(folder.path) if e.name.endswith((".json", ".jsonl")) and finder.is_file(e)]
+
+
+def _memories(folder: str, root: str, workspace: str | None, finder: Finder) -> list[Source]:
+    """Memory files at any depth under ``folder`` (``<session in base64>/x.md``, ``repo/x.md``, ``x.md``)."""
     out = []
-    for p in sorted(folder.rglob("*.md")):
-        rel = p.relative_to(folder)
-        sid = session_from_memory_dir(rel.parts[0]) if len(rel.parts) > 1 else None
-        out.append(Source(str(p), "vscode_memory", sid, root, workspace))
-    return out
+    pending = [(folder, None)]
+    while pending:
+        path, first = pending.pop()
+        if not os.path.isdir(path):
+            continue
+        for e in finder.entries(path):
+            if finder.is_dir(e) and not e.is_symlink():
+                pending.append((e.path, first if first is not None else e.name))
+            elif e.name.endswith(".md") and finder.is_file(e):
+                sid = session_from_memory_dir(first) if first is not None else None
+                out.append(Source(e.path, "vscode_memory", sid, root, workspace))
+    return sorted(out, key=lambda src: src.path)
 
 
 def session_from_memory_dir(name: str) -> str | None:
@@ -163,14 +192,16 @@ def replay_mutation_log(data: bytes, path: str, res: ReadResult, ctx: Context) -
     state = None
     for item in iter_jsonl(data):
         if not isinstance(item, Record):
-            res.reject(path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.redact(item.excerpt))
+            res.reject(path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
             continue
         entry = item.obj
+        if item.note:
+            res.reject(path, f"mutation kept; {item.note}", line=item.line, offset=item.offset)
         kind = entry.get("kind")
         if state is None:
             if kind != 0 or not isinstance(entry.get("v"), dict):
                 res.reject(path, "chat session log is missing its initial snapshot (kind 0) line; not replayed",
-                           line=item.line, offset=item.offset, excerpt=ctx.redact(str(entry)[:200]))
+                           line=item.line, offset=item.offset, excerpt=ctx.excerpt(str(entry)))
                 return None
             state = entry["v"]
             continue
@@ -181,15 +212,18 @@ def replay_mutation_log(data: bytes, path: str, res: ReadResult, ctx: Context) -
                 _apply(state, entry.get("k") or [], kind, entry.get("v"), entry.get("i"))
             else:
                 raise ValueError(f"unknown mutation kind {kind!r}")
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
-            res.reject(path, f"mutation could not be applied: {exc}", line=item.line, offset=item.offset,
-                       excerpt=ctx.redact(str(entry)[:200]))
+        except Exception as exc:  # noqa: BLE001 - a mutation of any shape against a state of any shape
+            res.reject(path, f"mutation could not be applied: {type(exc).__name__}: {exc}", line=item.line,
+                       offset=item.offset,
+                       excerpt=ctx.excerpt(str(entry)))
     if state is None and not res.rejects:
         res.reject(path, "chat session log is empty")
     return state
 
 
 def _apply(state, keys: list, kind: int, value, index) -> None:
+    if not isinstance(keys, list):
+        raise ValueError(f"its path is {type(keys).__name__}, not a list")
     parent = state
     for k in keys[:-1]:
         parent = parent[k]
@@ -215,10 +249,16 @@ def _apply(state, keys: list, kind: int, value, index) -> None:
             parent.pop(last, None)
 
 
-def _iso(ms) -> str | None:
-    if isinstance(ms, (int, float)) and not isinstance(ms, bool):
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    return ms if isinstance(ms, str) else None
+def _iso(ms, what: str = "a time", problems: Problems | None = None) -> str | None:
+    return epoch_ms_iso(ms, what, problems)
+
+
+def _d(v) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _l(v) -> list:
+    return v if isinstance(v, list) else []
 
 
 def _markdown_of(response) -> str:
@@ -226,7 +266,7 @@ def _markdown_of(response) -> str:
     if isinstance(response, str):
         return response
     out = []
-    for part in response or []:
+    for part in _l(response):
         if isinstance(part, str):
             out.append(part)
         elif isinstance(part, dict):
@@ -236,8 +276,8 @@ def _markdown_of(response) -> str:
             elif kind == "markdownContent":
                 out.append(as_text(part.get("content")) or "")
             elif kind == "inlineReference":
-                ref = part.get("inlineReference") or {}
-                name = ref.get("name") or Path(str(ref.get("path") or (ref.get("uri") or {}).get("path") or "")).name
+                ref = _d(part.get("inlineReference"))
+                name = ref.get("name") or Path(str(ref.get("path") or _d(ref.get("uri")).get("path") or "")).name
                 out.append(f"`{name}`" if name else "")
     return "".join(out).strip()
 
@@ -251,10 +291,10 @@ def _model(request: dict) -> str | None:
 
 def _tool_calls(request: dict) -> list[dict]:
     """Tool calls with arguments from result.metadata.toolCallRounds, completion from the response parts."""
-    parts = [p for p in request.get("response") or [] if isinstance(p, dict)
+    parts = [p for p in _l(request.get("response")) if isinstance(p, dict)
              and p.get("kind") == "toolInvocationSerialized"]
-    rounds = ((request.get("result") or {}).get("metadata") or {}).get("toolCallRounds") or []
-    calls = [c for r in rounds if isinstance(r, dict) for c in r.get("toolCalls") or [] if isinstance(c, dict)]
+    rounds = _l(_d(_d(request.get("result")).get("metadata")).get("toolCallRounds"))
+    calls = [c for r in rounds if isinstance(r, dict) for c in _l(r.get("toolCalls")) if isinstance(c, dict)]
     out = []
     if calls:
         for i, c in enumerate(calls):
@@ -265,7 +305,7 @@ def _tool_calls(request: dict) -> list[dict]:
                         "success": part.get("isComplete") if part else None})
         return out
     for i, p in enumerate(parts):  # older files: no rounds; the file a tool read is in its message
-        msg = as_text((p.get("invocationMessage") or {}).get("value") if isinstance(p.get("invocationMessage"), dict)
+        msg = as_text(_d(p.get("invocationMessage")).get("value") if isinstance(p.get("invocationMessage"), dict)
                       else p.get("invocationMessage")) or ""
         uri = _FILE_URI.search(msg)
         out.append({"toolCallId": str(p.get("toolCallId") or f"{request.get('requestId')}:{i}"),
@@ -284,49 +324,61 @@ def _extension_version(requests) -> str | None:
     return None
 
 
-def chat_events(doc: dict, session_id: str, workspace: str | None) -> list[dict]:
-    """A chat session as CLI-style events. Tool calls carry no time: a chat session records when a
-    request started and how long it took, not when each of its tool calls ran."""
-    start = _iso(doc.get("creationDate"))
+def chat_events(doc: dict, session_id: str, workspace: str | None, problems: Problems | None = None):
+    """A chat session as CLI-style events, as (where in the file, events) per request: a request of
+    the wrong shape raises when converted, so the caller can reject it alone. Tool calls carry no
+    time: a chat session records when a request started and how long it took, not when each of its
+    tool calls ran."""
+    start = _iso(doc.get("creationDate"), "creationDate", problems)
     ctx = {"cwd": workspace} if workspace else {}
-    events = [{"type": SESSION_START, "timestamp": start,
+    requests = doc.get("requests")
+    session = {"type": SESSION_START, "timestamp": start,
                "data": {"sessionId": session_id, "startTime": start, "producer": "vscode-chat", "context": ctx,
-                        "copilotVersion": _extension_version(doc.get("requests")),
-                        "initialLocation": doc.get("initialLocation")}}]
-    for n, req in enumerate(doc.get("requests") or []):
-        if not isinstance(req, dict):
-            continue
-        ts = req.get("timestamp")
-        message = req.get("message")
-        text = message.get("text") if isinstance(message, dict) else as_text(message)
-        rid = req.get("requestId") or f"request-{n}"
-        events.append({"type": USER_MESSAGE, "id": f"{rid}:user", "timestamp": _iso(ts),
-                       "data": {"content": text, "interactionId": rid}})
-        timings = (req.get("result") or {}).get("timings") or {}
-        done = ts + timings["totalElapsed"] if isinstance(ts, (int, float)) and isinstance(
-            timings.get("totalElapsed"), (int, float)) else ts
-        calls = _tool_calls(req)
-        model = _model(req)
-        tokens = _request_tokens(req)
-        events.append({"type": ASSISTANT_MESSAGE, "id": f"{rid}:assistant", "timestamp": _iso(done),
-                       "data": {"content": _markdown_of(req.get("response")), "model": model, "interactionId": rid,
-                                "toolRequests": [{k: c[k] for k in ("toolCallId", "name", "arguments")}
-                                                 for c in calls],
-                                "outputTokens": tokens.get("outputTokens"), "requestId": rid,
-                                "vote": req.get("vote"), "isCanceled": req.get("isCanceled")}})
-        if tokens.get("inputTokens") is not None:  # newer versions record the request's tokens
-            events.append({"type": "assistant.usage", "id": f"{rid}:usage", "timestamp": _iso(done),
-                           "data": {"model": model, "apiCallId": rid, **tokens}})
-        for c in calls:
-            events.append({"type": TOOL_COMPLETE, "id": f"{rid}:{c['toolCallId']}", "timestamp": None,
-                           "data": {"toolCallId": c["toolCallId"], "toolName": c["name"], "success": c["success"],
-                                    "model": model}})
-        for e in req.get("editedFileEvents") or []:
-            if isinstance(e, dict):
-                uri = e.get("uri")
-                path = uri.get("path") or uri.get("external") if isinstance(uri, dict) else uri
-                events.append({"type": FILE_EDITED, "id": f"{rid}:edit:{path}", "timestamp": _iso(done),
-                               "data": {"arguments": {"path": path}, "eventKind": e.get("eventKind")}})
+                        "copilotVersion": _extension_version(_l(requests)),
+                        "initialLocation": doc.get("initialLocation")}}
+    yield "session", None, lambda: [session]
+    if requests is not None and not isinstance(requests, list):
+        raise ValueError(f"`requests` is {type(requests).__name__}, not a list")
+    for n, req in enumerate(_l(requests)):
+        yield f"request {n + 1}", req, lambda req=req, n=n: _request_events(req, n, problems)
+
+
+def _request_events(req, n: int, problems: Problems | None) -> list[dict]:
+    if not isinstance(req, dict):
+        raise ValueError(f"it is {type(req).__name__}, not an object")
+    ts = req.get("timestamp")
+    if not isinstance(ts, (int, float)) or isinstance(ts, bool):
+        ts = None
+    message = req.get("message")
+    text = message.get("text") if isinstance(message, dict) else as_text(message)
+    rid = req.get("requestId") if isinstance(req.get("requestId"), str) and req["requestId"] else f"request-{n}"
+    events = [{"type": USER_MESSAGE, "id": f"{rid}:user", "timestamp": _iso(ts, "timestamp", problems),
+               "data": {"content": as_text(text), "interactionId": rid}}]
+    timings = _d(_d(req.get("result")).get("timings"))
+    elapsed = timings.get("totalElapsed")
+    done = ts + elapsed if ts is not None and isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) \
+        else ts
+    calls = _tool_calls(req)
+    model = _model(req)
+    tokens = _request_tokens(req)
+    events.append({"type": ASSISTANT_MESSAGE, "id": f"{rid}:assistant", "timestamp": _iso(done, "timings", problems),
+                   "data": {"content": _markdown_of(req.get("response")), "model": model, "interactionId": rid,
+                            "toolRequests": [{k: c[k] for k in ("toolCallId", "name", "arguments")} for c in calls],
+                            "outputTokens": tokens.get("outputTokens"), "requestId": rid,
+                            "vote": req.get("vote"), "isCanceled": req.get("isCanceled")}})
+    if tokens.get("inputTokens") is not None:  # newer versions record the request's tokens
+        events.append({"type": "assistant.usage", "id": f"{rid}:usage", "timestamp": _iso(done),
+                       "data": {"model": model, "apiCallId": rid, **tokens}})
+    for c in calls:
+        events.append({"type": TOOL_COMPLETE, "id": f"{rid}:{c['toolCallId']}", "timestamp": None,
+                       "data": {"toolCallId": c["toolCallId"], "toolName": c["name"], "success": c["success"],
+                                "model": model}})
+    for k, e in enumerate(_l(req.get("editedFileEvents"))):
+        uri = e.get("uri") if isinstance(e, dict) else None
+        path = uri.get("path") or uri.get("external") if isinstance(uri, dict) else uri
+        if isinstance(path, str) and path:
+            events.append({"type": FILE_EDITED, "id": f"{rid}:edit:{k}", "timestamp": _iso(done),
+                           "data": {"arguments": {"path": path}, "eventKind": e.get("eventKind")}})
     return events
 
 
@@ -350,28 +402,47 @@ def _request_tokens(req: dict) -> dict:
 @reader("chat_session")
 def read_chat_session(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     res = ReadResult()
+    problems = Problems()
     if source.path.endswith(".jsonl"):
         doc = replay_mutation_log(read_bytes(source.path), source.path, res, ctx)
+        if doc is not None and len(to_json(doc) or "") > ctx.max_text:
+            cap_texts(doc, ctx.max_text, problems)
     else:
-        doc = load_json_file(source, res, ctx)
+        doc = load_json_file(source, res, ctx, problems)
     if doc is None:
         return res
-    sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) else source.session_id
-    for i, ev in enumerate(chat_events(doc, sid, source.workspace)):
-        row, reqs = event_rows(ev, session_id=sid, source_kind="chat_session", index=i, line=i + 1, offset=None,
-                               source_path=source.path, ctx=ctx)
-        res.add("stg_events", row)
-        for r in reqs:
-            res.add("stg_tool_requests", r)
-    r = ctx.redact
+    if not isinstance(doc, dict):
+        res.reject(source.path, f"chat session state is {type(doc).__name__}, not an object")
+        return res
+    sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) and doc["sessionId"] else source.session_id
+    index = 0
+    try:
+        for where, raw, events in chat_events(doc, sid, source.workspace, problems):
+            try:
+                rows = [event_rows(ev, session_id=sid, source_kind="chat_session", index=index + i, line=index + i + 1,
+                                   offset=None, source_path=source.path, ctx=ctx, problems=problems)
+                        for i, ev in enumerate(events())]
+            except Exception as exc:  # noqa: BLE001 - a request of any shape
+                res.reject(source.path, f"{where} could not be read: {exc}", excerpt=ctx.excerpt(to_json(raw)))
+                continue
+            for row, reqs in rows:
+                res.add("stg_events", row)
+                for r in reqs:
+                    res.add("stg_tool_requests", r)
+            index += len(rows)
+    except ValueError as exc:  # `requests` of the wrong type: the session is kept without its requests
+        res.reject(source.path, f"chat session kept without its requests: {exc}")
+    title = doc.get("customTitle") if isinstance(doc.get("customTitle"), str) else None
     res.add("stg_session_meta", {
-        "session_id": sid, "source_kind": "vscode_chat", "title": r(doc.get("customTitle")), "summary": None,
+        "session_id": sid, "source_kind": "vscode_chat", "title": title, "summary": None,
         "cwd": source.workspace, "git_root": None, "repository": None, "branch": None, "host_type": "vscode",
         "client_name": "vscode", "created_at": _iso(doc.get("creationDate")),
         "updated_at": _iso(doc.get("lastMessageDate")), "first_user_message": None,
         "extra": to_json({k: doc.get(k) for k in ("version", "initialLocation", "responderUsername", "isImported")
                           if k in doc}),
         "_source_path": source.path, "_run_id": ctx.run_id})
+    if problems:
+        res.reject(source.path, f"chat session kept; {problems.reason()}")
     res.n_records = len(res.rows.get("stg_events", []))
     res.last_good_offset = os.path.getsize(source.path)
     return res
@@ -393,10 +464,15 @@ def read_transcript(source: Source, ctx: Context, prior: Prior | None) -> ReadRe
 @reader("vscode_memory")
 def read_memory(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     res = ReadResult()
-    text = read_bytes(source.path).lstrip(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", "replace")
+    problems = Problems()
+    raw = read_bytes(source.path, limit=ctx.max_text * 4 + 1)
+    text = cap_text(raw.lstrip(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", "replace"), ctx.max_text,
+                    "the file", problems)
     rel = os.path.relpath(source.path, source.root).replace(os.sep, "/")
     res.add("stg_documents", {"session_id": source.session_id, "kind": "memory", "path": rel,
-                              "content": ctx.redact(text), "_source_path": source.path, "_run_id": ctx.run_id})
+                              "content": text, "_source_path": source.path, "_run_id": ctx.run_id})
+    if problems:
+        res.reject(source.path, f"memory kept; {problems.reason()}")
     res.n_records = 1
     return res
 
@@ -411,28 +487,39 @@ def read_state_db(source: Source, ctx: Context, prior: Prior | None) -> ReadResu
         if con.execute("select 1 from sqlite_master where name = 'ItemTable'").fetchone():
             found.extend(con.execute("select value from ItemTable where key = 'chat.ChatSessionStore.index'"))
 
-    read_snapshot(source, res, "state.vscdb", read)
+    read_snapshot(source, res, "state.vscdb", read, ctx)
     if not found:
         return res
     row = found[0]
-    raw = row[0].decode("utf-8", "replace") if isinstance(row[0], bytes) else row[0]
-    try:
-        index = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        res.reject(source.path, f"chat index is not valid JSON: {exc}", excerpt=raw[:200])
+    raw = row[0] if isinstance(row[0], (bytes, str)) else str(row[0])
+    from .jsonl import _loads
+
+    index = _loads(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
+    if not isinstance(index, dict):
+        res.reject(source.path, "chat index is not a JSON object", excerpt=ctx.excerpt(raw))
         return res
-    entries = index.get("entries") if isinstance(index, dict) else None
-    for sid, e in sorted((entries or {}).items()):
-        if not isinstance(e, dict):
-            continue
-        timing = e.get("timing") if isinstance(e.get("timing"), dict) else {}
-        res.add("stg_session_meta", {
-            "session_id": e.get("sessionId") or sid, "source_kind": "vscode_index", "title": ctx.redact(e.get("title")),
-            "summary": None, "cwd": source.workspace, "git_root": None, "repository": None, "branch": None,
-            "host_type": "vscode", "client_name": "vscode", "created_at": _iso(timing.get("created")),
-            "updated_at": _iso(e.get("lastMessageDate") or timing.get("lastRequestEnded")),
-            "first_user_message": None,
-            "extra": to_json({k: e.get(k) for k in ("isEmpty", "lastResponseState", "initialLocation") if k in e}),
-            "_source_path": source.path, "_run_id": ctx.run_id})
+    entries = index.get("entries") if isinstance(index.get("entries"), dict) else {}
+    problems = Problems()
+    for sid, e in sorted(entries.items()):
+        try:
+            if not isinstance(e, dict):
+                raise ValueError(f"it is {type(e).__name__}, not an object")
+            timing = e.get("timing") if isinstance(e.get("timing"), dict) else {}
+            title = e.get("title") if isinstance(e.get("title"), str) else None
+            session = e.get("sessionId") if isinstance(e.get("sessionId"), str) and e["sessionId"] else sid
+            res.add("stg_session_meta", {
+                "session_id": session, "source_kind": "vscode_index", "title": title,
+                "summary": None, "cwd": source.workspace, "git_root": None, "repository": None, "branch": None,
+                "host_type": "vscode", "client_name": "vscode",
+                "created_at": _iso(timing.get("created"), "timing.created", problems),
+                "updated_at": _iso(e.get("lastMessageDate") or timing.get("lastRequestEnded"), "lastMessageDate",
+                                   problems),
+                "first_user_message": None,
+                "extra": to_json({k: e.get(k) for k in ("isEmpty", "lastResponseState", "initialLocation") if k in e}),
+                "_source_path": source.path, "_run_id": ctx.run_id})
+        except Exception as exc:  # noqa: BLE001 - an index entry of any shape
+            res.reject(source.path, f"chat index entry could not be read: {exc}", excerpt=ctx.excerpt(to_json(e)))
+    if problems:
+        res.reject(source.path, f"chat index kept; {problems.reason()}")
     res.n_records = len(res.rows.get("stg_session_meta", []))
     return res

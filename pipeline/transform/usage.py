@@ -30,6 +30,7 @@ from decimal import Decimal
 import orjson
 import polars as pl
 
+from ..extract.base import COUNT
 from ..extract.events import (
     ASSISTANT_MESSAGE,
     SESSION_RESUME,
@@ -73,11 +74,13 @@ LEG_SCHEMA = {"session_id": pl.String, "leg_index": pl.Int32, "model": pl.String
 
 
 def _json_num(expr: pl.Expr, path: str, dtype=pl.Int64) -> pl.Expr:
+    """A number inside a JSON text, NULL when it is none or outside the plausible range (COUNT)."""
     s = expr.str.json_path_match(path)
+    v = s.cast(pl.Float64, strict=False)
+    v = pl.when(v.is_finite() & (v >= COUNT[0]) & (v <= COUNT[1])).then(v)
     if dtype == pl.Int64:
-        return pl.coalesce(s.cast(pl.Int64, strict=False),
-                           s.cast(pl.Float64, strict=False).round().cast(pl.Int64, strict=False))
-    return s.cast(pl.Float64, strict=False)
+        return pl.when(v.is_not_null()).then(pl.coalesce(s.cast(pl.Int64, strict=False), v.round().cast(pl.Int64)))
+    return v
 
 
 def _model_hint() -> pl.Expr:
@@ -233,11 +236,12 @@ def _parse(extra: str | None) -> dict:
 
 
 def _num(v):
+    """A figure of a shutdown or checkpoint: a finite number within the plausible range, else None."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
         return None
-    return v
+    return v if COUNT[0] <= v <= COUNT[1] else None
 
 
 def _metrics(data: dict) -> dict[str, dict]:
