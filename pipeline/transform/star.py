@@ -367,7 +367,12 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame
         ((pl.col("ended_at") - pl.col("started_at")).dt.total_milliseconds() / 1000).alias("duration_s"),
     )
     keys = project_ids(where, root_repos)
-    return df.join(keys, on="session_id", how="left").with_columns(pl.col("project_root").alias("root_path"))
+    # a session known only from rows that name no place (a store usage row, say): the no-project bucket
+    nowhere = _project_key(None, None, None, {})
+    return df.join(keys, on="session_id", how="left").with_columns(
+        pl.col("project_id").fill_null(nowhere["project_id"]),
+        pl.col("project_root").fill_null(nowhere["project_root"]),
+    ).with_columns(pl.col("project_root").alias("root_path"))
 
 
 def _project_key(git_root, cwd, repository, root_repos: dict[str, str]) -> dict:
@@ -459,10 +464,16 @@ def checkpoints(stg_cp: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
             .with_columns(pl.coalesce(parse_ts(pl.col("created_at")), "store_at", "compacted_at").alias("created_at")))
 
 
+_REF_TYPES = {"pull_request": "pr", "pull": "pr", "pullrequest": "pr", "sha": "commit"}
+
+
 def refs(store_refs: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
+    # the store's ref types as fct_refs promises them (commit, pr, issue); others stay in stg_store_refs
+    kind = pl.col("ref_type").str.strip_chars().str.to_lowercase().replace(_REF_TYPES)
     st = store_refs.filter(pl.col("session_id").is_not_null() & pl.col("ref_value").is_not_null()).select(
-        "session_id", pl.col("ref_type").str.to_lowercase(), "ref_value", "turn_index",
-        parse_ts(pl.col("created_at")).alias("created_at"), pl.lit("store").alias("source_kind"))
+        "session_id", kind.alias("ref_type"), "ref_value", "turn_index",
+        parse_ts(pl.col("created_at")).alias("created_at"), pl.lit("store").alias("source_kind"),
+    ).filter(pl.col("ref_type").is_in(["commit", "pr", "issue"]))
     att = ev.filter((pl.col("event_type") == USER_MESSAGE) & pl.col("extra").str.contains("github_reference"))
     rows = []
     for r in att.select("session_id", "turn_index", "at", "extra").iter_rows(named=True):
