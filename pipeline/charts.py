@@ -142,11 +142,18 @@ def render_all(specs: dict[str, tuple], out_dir: Path) -> dict[str, str]:
                 continue
         todo.append((rel, (name, args, digest)))
     if len(todo) >= PARALLEL_MIN_CHARTS and (multiprocessing.cpu_count() or 1) > 1:
-        with ProcessPoolExecutor(max_workers=min(multiprocessing.cpu_count(), 8),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+        from .processes import stop_pool, worker_init
+
+        pool = ProcessPoolExecutor(max_workers=min(multiprocessing.cpu_count(), 8),
+                                   mp_context=multiprocessing.get_context("spawn"), initializer=worker_init)
+        try:
             for (rel, _job), svg in zip(todo, pool.map(_draw_args, [job for _rel, job in todo], chunksize=2),
                                         strict=True):
                 done[rel] = svg
+        except BaseException:
+            stop_pool(pool)
+            raise
+        pool.shutdown()
     else:
         for rel, job in todo:
             done[rel] = _draw(*job)

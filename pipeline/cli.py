@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -99,9 +100,59 @@ def main(argv: list[str] | None = None) -> int:
     except ChecksFailed as exc:
         print(f"error: data checks failed; the warehouse was left as it was\n{exc}", file=sys.stderr)
         return 3
-    except KeyboardInterrupt:
-        print("interrupted: nothing was written", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # Ctrl-C, wherever it came: one line, exit 130
+        print(_interrupted(args.verb, getattr(exc, "committed", False)), file=sys.stderr)
         return 130
+    except BaseException as exc:  # noqa: BLE001 - everything else is one line too (-v logs the traceback)
+        return _failure(args, exc)
+
+
+_WRITERS = {"ingest": "the warehouse is as it was", "demo": "the warehouse is as it was",
+            "models": "the warehouse is as it was", "report": "the pages written so far are kept"}
+
+
+def _interrupted(verb: str, committed: bool) -> str:
+    if committed:
+        return "interrupted after the run was committed: the warehouse holds it"
+    return "interrupted: " + ("nothing was written; " + _WRITERS[verb] if verb in _WRITERS else "stopped")
+
+
+def _failure(args, exc: BaseException) -> int:
+    """One line for what stopped a verb; exit 2 when the machine is at fault (a full disk, no
+    memory, a file it cannot write), 1 for anything else (a bug: -v shows the traceback)."""
+    import duckdb
+
+    if isinstance(exc, SystemExit):
+        raise exc
+    kept = _WRITERS.get(args.verb, "")
+    text = " ".join(str(exc).split())
+    folder = getattr(exc, "filename", None) or _target(args)
+    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "No space left on device" in text:
+        print(f"error: no space left on the device of {folder}" + (f"; {kept}" if kept else ""), file=sys.stderr)
+        return 2
+    if isinstance(exc, (MemoryError, duckdb.OutOfMemoryException)):
+        print("error: out of memory (set COPILOT_WAREHOUSE_MEMORY, e.g. 4GB, to give DuckDB more)"
+              + (f"; {kept}" if kept else ""), file=sys.stderr)
+        return 2
+    if isinstance(exc, (OSError, duckdb.IOException)):
+        what = exc.strerror if isinstance(exc, OSError) and exc.strerror else text
+        print(f"error: {what}: {folder}" + (f"; {kept}" if kept else ""), file=sys.stderr)
+        return 2
+    if args.verbose:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"error: {type(exc).__name__}: {text[:300]}" + (f"; {kept}" if kept else "")
+          + " (an internal error: run with -v for the traceback)", file=sys.stderr)
+    return 1
+
+
+def _target(args) -> str:
+    for name in ("out", "warehouse"):
+        value = getattr(args, name, None)
+        if value:
+            return str(Path(value).resolve().parent if name == "warehouse" else Path(value).resolve())
+    return str(Path.cwd())
 
 
 def _progress(quiet: bool):

@@ -21,12 +21,13 @@ import orjson
 
 from . import extract  # noqa: F401  (registers the readers)
 from .checks import ChecksFailed, all_checks, run_checks
-from .extract.base import READERS, Prior, Source, stat_fingerprint
+from .extract.base import READERS, Finder, Prior, Source, stat_fingerprint
 from .extract.cli_home import discover_copilot_home
 from .extract.parallel import Read, read_all
 from .extract.store import store_fingerprint
 from .extract.vscode import discover_vscode_user
 from .models import per_session_models_filled, run_models
+from .redact import Redactor, stored_path
 from .schema import MODELS, STAGING, STAR
 from .warehouse import (
     FORMAT_VERSION,
@@ -93,13 +94,44 @@ def new_run_id(now: datetime) -> str:
     return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def discover(copilot_homes: Iterable[Path], vscode_users: Iterable[Path] = ()) -> list[Source]:
+def discover(copilot_homes: Iterable[Path], vscode_users: Iterable[Path] = (),
+             finder: Finder | None = None) -> list[Source]:
+    """Every source under the roots; what cannot be listed or examined goes to ``finder.problems``."""
+    finder = finder or Finder()
     out: list[Source] = []
     for home in copilot_homes:
-        out.extend(discover_copilot_home(Path(home)))
+        out.extend(discover_copilot_home(Path(home), finder))
     for user in vscode_users:
-        out.extend(discover_vscode_user(Path(user)))
+        out.extend(discover_vscode_user(Path(user), finder))
     return out
+
+
+SPOOL_PREFIX = ".ingest-"
+
+
+def _spool_folder(warehouse: str | Path) -> Path:
+    """This run's private folder next to the warehouse (staged rows, copies of live databases);
+    folders left by runs that were killed are removed first."""
+    parent = Path(warehouse).resolve().parent
+    for old in parent.glob(SPOOL_PREFIX + "*"):
+        pid = old.name[len(SPOOL_PREFIX):].split("-", 1)[0]
+        alive = pid.isdigit() and _alive(int(pid))
+        # an older version named them without the pid: stale once a day old
+        stale = not alive if pid.isdigit() else time.time() - old.stat().st_mtime > 86400
+        if stale and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+            log.info("removed %s, left by an ingest that did not finish", old)
+    return Path(tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", dir=parent))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid != os.getpid()
 
 
 def check_sources(copilot_homes: Iterable[Path], vscode_users: Iterable[Path]) -> None:
@@ -274,7 +306,12 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     redactions: Counter[str] = Counter()
 
     con = connect(warehouse)
-    spool_dir = Path(tempfile.mkdtemp(prefix=".ingest-", dir=Path(warehouse).resolve().parent))
+    spool_dir = _spool_folder(warehouse)
+    scratch = spool_dir / "scratch"
+    scratch.mkdir()
+    def key(p: str | None) -> str | None:  # a path or id as stored: redacted, valid UTF-8
+        return p if p is None else stored_path(p, redact)
+
     try:
         with transaction(con):
             if full:
@@ -293,32 +330,34 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                 con.execute("update _source_files set fingerprint = '', last_good_offset = 0, good_line = 1, "
                             "tail_digest = null")
                 affected |= _all_staged_sessions(con)
-            sources = discover(copilot_homes, vscode_users)
+            finder = Finder()
+            sources = discover(copilot_homes, vscode_users, finder)
             priors = _priors(con)
             seen: set[str] = set()
             buffer = Spool(con, spool_dir / "staging")
+            _record_problems(con, buffer, [key(r) for r in roots], finder.problems, key, run_id, summary)
             jobs, planned = [], []
             for src in sources:
-                seen.add(src.path)
-                plan = _plan_source(con, src, priors.get(src.path), summary, affected)
+                seen.add(key(src.path))
+                plan = _plan_source(con, src, priors.get(key(src.path)), summary, affected, key, buffer, run_id)
                 if plan is not None:
                     jobs.append((src, plan[2][0] if plan[2] else None, plan[1]))
                     planned.append(plan)
             mark = summary.phase("discover", started)  # finding and fingerprinting the sources
             plans = iter(planned)
             done = 0
-            for batch in read_all(jobs, run_id, redact, workers):
+            for batch in read_all(jobs, run_id, redact, workers, str(scratch)):
                 for read in batch.reads:
                     if progress:
                         progress(done, len(jobs), read.source.path)
                     done += 1
                     redactions.update(read.redactions)
-                    affected |= _apply_read(con, read, next(plans), run_id, summary, buffer)
+                    affected |= _apply_read(con, read, next(plans), run_id, summary, buffer, key)
                 for table, tbl in batch.tables.items():  # the rows of all the batch's sources, in order
                     summary.n_records += buffer.add(table, tbl)
             mark = summary.phase("read", mark)
             buffer.load()
-            affected |= _mark_gone(con, roots, seen, priors, summary)
+            affected |= _mark_gone(con, [key(r) for r in roots], seen, priors, summary)
             root_repos: dict[str, str] = {}
             if affected:  # which repository each folder is, over the whole warehouse (see star.places)
                 root_repos, moved = _root_repositories(con)
@@ -359,68 +398,100 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     return summary
 
 
-def _plan_source(con, src: Source, prior_info, summary: RunSummary, affected: set[str]):
-    """None when the source needs no reading (unchanged, or no reader); else (fingerprint, size, prior_info)."""
-    fp, size = _fingerprint(src)
+def _record_problems(con, buffer, roots: list[str], problems: list[tuple[str, str]], key, run_id: str,
+                     summary: RunSummary) -> None:
+    """What discovery could not list or examine, as _rejects rows (position `folder`); last run's
+    such rows under the roots read now are replaced."""
+    for root in roots:
+        con.execute("delete from _rejects where position = 'folder' and (source_path = ? or "
+                    "starts_with(source_path, ?))", [root, root.rstrip("/") + "/"])
+    rows = []
+    for path, reason in problems:
+        log.warning("%s: %s", key(path), reason)
+        rows.append({"source_path": key(path), "position": "folder", "line_number": None, "byte_offset": None,
+                     "reason": reason, "excerpt": "", "_run_id": run_id})
+    summary.n_rejects += buffer.add("_rejects", rows)
+
+
+def _plan_source(con, src: Source, prior_info, summary: RunSummary, affected: set[str], key, buffer: Spool,
+                 run_id: str):
+    """None when the source needs no reading (unchanged, or no reader, or it cannot even be examined);
+    else (fingerprint, size, prior_info)."""
+    try:
+        fp, size = _fingerprint(src)
+    except OSError as exc:  # a symlink loop, no permission, gone since discovery: a reject, tried again next run
+        reason = f"cannot be examined ({exc.strerror or exc}); not read"
+        log.warning("%s: %s", key(src.path), reason)
+        _delete_rejects(con, key(src.path))
+        summary.n_rejects += buffer.add("_rejects", [{
+            "source_path": key(src.path), "position": "file", "line_number": None, "byte_offset": None,
+            "reason": reason, "excerpt": "", "_run_id": run_id}])
+        return None
     prior, present, _sid = prior_info if prior_info else (None, False, None)
     if prior is not None and prior.fingerprint == fp:
         summary.n_files_unchanged += 1
         if not present:  # it came back: its rows count as present again
-            con.execute("update _source_files set is_present = true where source_path = ?", [src.path])
-            affected |= _staged_sessions(con, src.path, src.session_id)
+            con.execute("update _source_files set is_present = true where source_path = ?", [key(src.path)])
+            affected |= _staged_sessions(con, key(src.path), key(src.session_id))
         return None
     if src.kind not in READERS:
         summary.unknown_kinds[src.kind] = summary.unknown_kinds.get(src.kind, 0) + 1
-        log.warning("%s: no reader for %s files yet; not read", src.path, src.kind)
+        log.warning("%s: no reader for %s files yet; not read", key(src.path), src.kind)
         return None
     return fp, size, prior_info
 
 
-def _apply_read(con, read: Read, plan, run_id: str, summary: RunSummary, buffer: Spool) -> set[str]:
+def _apply_read(con, read: Read, plan, run_id: str, summary: RunSummary, buffer: Spool, key) -> set[str]:
     """Stage what a reader read from one source, replacing what an earlier run staged from it."""
     src, res = read.source, read.result
+    path, sid = key(src.path), key(src.session_id)
     fp, size, prior_info = plan
     prior = prior_info[0] if prior_info else None
-    before = _staged_sessions(con, src.path, src.session_id) if prior is not None else set()
+    before = _staged_sessions(con, path, sid) if prior is not None else set()
     if res is None:
-        log.warning("%s: %s", src.path, read.error)
-        _delete_rejects(con, src.path)  # rows read earlier are kept: nothing is lost to a damaged file
-        _insert(con, "_rejects", [{"source_path": src.path, "position": "file", "line_number": None,
-                                   "byte_offset": None, "reason": read.error, "excerpt": "", "_run_id": run_id}])
+        # a file that could not be read at all keeps the rows read from it earlier, and its old
+        # fingerprint: the next run tries it again (only a read that worked records a fingerprint)
+        reason = Redactor()(read.error or "could not be read")
+        log.warning("%s: %s", path, reason)
+        _delete_rejects(con, path)
+        _insert(con, "_rejects", [{"source_path": path, "position": "file", "line_number": None,
+                                   "byte_offset": None, "reason": reason, "excerpt": "", "_run_id": run_id}])
         summary.n_rejects += 1
-        _record_source(buffer, prior is not None, src, fp, size, run_id)
-        return before
+        return set()
     if res.skipped_reason:
         summary.n_files_skipped += 1
-        log.warning("%s: %s", src.path, res.skipped_reason)
+        log.warning("%s: %s", path, res.skipped_reason)
         return set()
     unreadable = not read.n_rows and any(r["position"] == "file" for r in res.rejects)
     if prior is None:
-        pass  # never staged before: nothing to replace
+        _delete_rejects(con, path)  # never staged before; a failed earlier read may have left its reason
     elif unreadable:
-        _delete_rejects(con, src.path)  # keep what an earlier run read from this file
+        _delete_rejects(con, path)  # keep what an earlier run read from this file
     elif not res.appended:
-        _delete_staged(con, src.path)
+        _delete_staged(con, path)
     for r in res.rejects:
         r["_run_id"] = run_id
         log.warning("%s %s: %s", r["source_path"], r["position"], r["reason"])
     summary.n_rejects += buffer.add("_rejects", res.rejects)
     summary.n_pending_tails += int(res.pending_tail)
     summary.n_files_read += 1
-    _record_source(buffer, prior is not None, src, fp, size, run_id, res, read.tail)
-    return before | read.sessions | ({src.session_id} if src.session_id else set())
+    _record_source(buffer, prior is not None, src, fp, size, run_id, res, read.tail, key)
+    return before | read.sessions | ({sid} if sid else set())
 
 
-def _record_source(buffer, known, src, fp, size, run_id, res=None, tail=None) -> None:
-    """Remember a source's fingerprint (and, for logs, where to resume); ``res`` None = unreadable."""
+def _record_source(buffer, known, src, fp, size, run_id, res, tail, key) -> None:
+    """Remember a source's fingerprint (and, for logs, where to resume) after a read that worked."""
     if known:
-        buffer.replace("_source_files", "source_path", src.path)
-    mtime = os.stat(src.path).st_mtime_ns if os.path.exists(src.path) else None
+        buffer.replace("_source_files", "source_path", key(src.path))
+    try:
+        mtime = os.stat(src.path).st_mtime_ns
+    except OSError:
+        mtime = None
     buffer.add("_source_files", [{
-        "source_path": src.path, "kind": src.kind, "session_id": src.session_id, "size": size, "mtime_ns": mtime,
-        "fingerprint": fp, "last_good_offset": res.last_good_offset if res else 0,
-        "good_line": res.good_line if res else 1, "tail_digest": tail,
-        "n_records": res.n_records if res else 0, "is_present": True, "last_run_id": run_id}])
+        "source_path": key(src.path), "kind": src.kind, "session_id": key(src.session_id), "size": size,
+        "mtime_ns": mtime, "fingerprint": fp, "last_good_offset": res.last_good_offset,
+        "good_line": res.good_line, "tail_digest": tail, "n_records": res.n_records, "is_present": True,
+        "last_run_id": run_id}])
 
 
 def _mark_gone(con, roots: list[str], seen: set[str], priors, summary: RunSummary) -> set[str]:

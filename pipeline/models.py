@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import duckdb
+
 from .schema import MODELS
 from .warehouse import comment
 
@@ -74,6 +76,8 @@ def run_models(con, sessions: list[str] | None = None, sql_dir: Path = SQL_DIR) 
                 con.execute(after.read_text(encoding="utf-8").strip().rstrip(";"))
         except ModelError:
             raise
+        except duckdb.InterruptException as exc:  # Ctrl-C during a model: an interruption, not a broken model
+            raise KeyboardInterrupt from exc
         except Exception as exc:  # duckdb's error types vary; all of them mean this model is wrong
             raise ModelError(f"model {table.name} failed: {str(exc).splitlines()[0]}") from exc
         built.append(table.name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import duckdb
@@ -41,16 +41,46 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
         raise WarehouseError(f"cannot open the warehouse {path}: {str(exc).splitlines()[0]}") from exc
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C; ``committed`` says whether the run's transaction was committed before it came."""
+
+    def __init__(self, committed: bool = False):
+        super().__init__()
+        self.committed = committed
+
+
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection):
-    """All or nothing: commit when the block ends, roll back if anything in it fails."""
+    """All or nothing: commit when the block ends, roll back if anything in it fails. Ctrl-C during
+    the commit is held until the commit is done, then raised as ``Interrupted(committed=True)``."""
     con.execute("begin transaction")
     try:
         yield con
-        con.execute("commit")
     except BaseException:
-        con.execute("rollback")
+        with suppress(duckdb.Error):  # an interrupted query may leave nothing to roll back: DuckDB did it
+            con.execute("rollback")
         raise
+    with _sigint_held() as held:
+        con.execute("commit")
+    if held:
+        raise Interrupted(committed=True)
+
+
+@contextmanager
+def _sigint_held():
+    """SIGINT recorded instead of raised for the duration (main thread only)."""
+    import signal
+    import threading
+
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield got
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
