@@ -35,6 +35,11 @@ _RULES: list[tuple[str, str, tuple[str, ...], int]] = [
     ("jwt", r"\beyJ[A-Za-z0-9_-]{8,8192}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,8192}", ("eyj",), 0),
     ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,1024}T3BlbkFJ[A-Za-z0-9_-]{20,1024}\b",
      ("sk-",), 0),
+    # current OpenAI project, service-account and admin keys carry no T3BlbkFJ marker
+    ("openai_key", r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,1024}", ("sk-proj-", "sk-svcacct-", "sk-admin-"), 0),
+    ("huggingface_token", r"\bhf_[A-Za-z0-9]{34,40}\b", ("hf_",), 0),
+    ("gitlab_token", r"\bglpat-[A-Za-z0-9_-]{20,64}", ("glpat-",), 0),
+    ("google_oauth_secret", r"\bGOCSPX-[A-Za-z0-9_-]{24,40}", ("gocspx-",), 0),
     ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}\b", ("sk-ant-",), 0),
     ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}\b", ("aiza",), 0),
     ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
@@ -43,15 +48,16 @@ _RULES: list[tuple[str, str, tuple[str, ...], int]] = [
     # scheme://user:password@host  (keeps scheme, user and host)
     ("connection_string_password", r"(?<=://)[^\s:/@'\"]{1,128}:(?P<v>[^\s@/'\"]{1,256})(?=@)", ("://",), 3),
     # password=..., token: "...", api_key = '...', client_secret=...: the value goes, the name stays
-    ("assignment", r"(?i:(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth)"
+    ("assignment", r"(?i:(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth"
+                   r"|accountkey|sharedaccesskey)"
                    r"[\"']?[ \t]{0,3}[:=][ \t]{0,3}(?P<q>[\"']?)(?P<v>[^\s\"',;&]{6,})(?P=q))",
-     ("password", "passwd", "pwd", "secret", "token", "api", "access", "auth"), 0),
+     ("password", "passwd", "pwd", "secret", "token", "api", "access", "auth", "accountkey", "sharedaccesskey"), 0),
     ("bearer_token", r"(?i:\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/=-]{16,}))", ("bearer",), 0),
 ]
 _COMPILED = [(kind, re.compile(pat), anchors, offset) for kind, pat, anchors, offset in _RULES]
 _VALUE_KINDS = {"connection_string_password", "assignment", "bearer_token"}
 _PLACEHOLDER = re.compile(r"^(?:\*+|x+|\.{3}|<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\[REDACTED:[a-z_]+\]"
-                          r"|your[_-]?\w*|changeme|null|none|true|false|undefined|example\w*|redacted)$",
+                          r"|your[_-]?\w*|changeme|null|none|nil|true|false|undefined|default|example\w*|redacted)$",
                           re.IGNORECASE)
 
 
@@ -135,7 +141,8 @@ class Redactor:
     def _replace(self, m: re.Match, kind: str) -> str:
         if kind in _VALUE_KINDS:
             value = m.group("v")
-            if _PLACEHOLDER.match(value) or (kind == "assignment" and _looks_like_code(value)):
+            bare = value.rstrip(")]}")  # the end of a call or a literal the value sits in: f(token: token)
+            if _PLACEHOLDER.match(bare) or (kind == "assignment" and _looks_like_code(bare, m)):
                 return m.group(0)
             self.counts[kind] += 1
             start, end = m.span("v")
@@ -164,12 +171,16 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"https://hooks\.slack\.com/", ("slack_webhook",)),
     (r"eyJ[A-Za-z0-9_-]{8,}\.eyJ", ("jwt",)),
     (r"T3BlbkFJ", ("openai_key",)),
+    (r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40}", ("openai_key",)),
+    (r"hf_[A-Za-z0-9]{34}", ("huggingface_token",)),
+    (r"glpat-[A-Za-z0-9_-]{20}", ("gitlab_token",)),
+    (r"GOCSPX-[A-Za-z0-9_-]{24}", ("google_oauth_secret",)),
     (r"sk-ant-[A-Za-z0-9_-]{20}", ("anthropic_key",)),
     (r"AIza[0-9A-Za-z_-]{35}", ("google_api_key",)),
     (r"[sr]k_(?:live|test)_[A-Za-z0-9]{16}", ("stripe_key",)),
     (r"npm_[A-Za-z0-9]{36}", ("npm_token",)),
     (r"://[^\s/@'\"]+:[^\s/@'\"]+@", ("connection_string_password",)),
-    (r"(?i:(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth)"
+    (r"(?i:(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth|accountkey|sharedaccesskey)"
      + _ESC_Q + _ESC_WS + "[:=]" + _ESC_WS + _ESC_Q + r"[^\s\"',;&]{6})", ("assignment",)),
     (r"(?i:bearer(?:[ \t]|\\+t)+[A-Za-z0-9._~+/=\\-]{16})", ("bearer_token",)),
     (r"\\u(?:[1-9a-fA-F][0-9a-fA-F]{3}|0[1-9a-fA-F][0-9a-fA-F]{2}|00[2-9a-fA-F][0-9a-fA-F])", None),
@@ -184,7 +195,8 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
 # Per text the broad part stays: an assignment judged to be code still shadows the value-kind
 # matches it overlaps, so the rules run over a flagged text exactly as without the screen.
 _RUN = r"[!#$%*+\-./0-9:<=>?@A-Z\[\]^_`a-z{|}~)]"
-_ASSIGNMENT_LINE = (r"(?i:(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth)"
+_ASSIGNMENT_LINE = (r"(?i:(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth|accountkey"
+                    r"|sharedaccesskey)"
                     + _ESC_Q + _ESC_WS + "[:=]" + _ESC_WS + _ESC_Q
                     + "(?:" + _RUN + r"*(?:[^ -~\t\r\n]|\\)|" + _RUN + r"{6,}(?:[ \t\r\n\"',;&]|$)))")
 LINE_SCREEN = "|".join(_ASSIGNMENT_LINE if kinds == ("assignment",) else p for p, kinds in _SCREEN_PARTS)
@@ -200,8 +212,10 @@ def _rules_to_try(text: str) -> list[tuple]:
         for pattern, _kinds in _SCREEN_PARTS:
             screen.Add(pattern)
         screen.Compile()
-        by_kind = {rule[0]: rule for rule in _COMPILED}
-        _TEXT_SCREEN[:] = [screen, [_COMPILED if kinds is None else [by_kind[k] for k in kinds]
+        by_kind: dict[str, list] = {}
+        for rule in _COMPILED:  # a kind may have several rules (two shapes of OpenAI key)
+            by_kind.setdefault(rule[0], []).append(rule)
+        _TEXT_SCREEN[:] = [screen, [_COMPILED if kinds is None else [r for k in kinds for r in by_kind[k]]
                                     for _p, kinds in _SCREEN_PARTS]]
     screen, rules = _TEXT_SCREEN
     found = screen.Match(text)
@@ -242,9 +256,38 @@ def screen_lines(data: bytes, line_starts: list[int], pattern: str = LINE_SCREEN
     return hit
 
 
-def _looks_like_code(value: str) -> bool:
-    """``token=getToken()``, ``password = self.password`` and the like are code, not secrets."""
+_PATHS: dict[str, str] = {}
+
+
+def stored_path(path: str, enabled: bool = True) -> str:
+    """A path (or id) as it is stored: redacted (a token can hide in a folder or file name), and a
+    name that is not valid UTF-8 with U+FFFD. The same path gives the same text in every run, so it
+    keys the bookkeeping as the raw path would. Not counted as a redaction."""
+    out = _PATHS.get(path)
+    if out is None:
+        text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        out = Redactor()(text) if enabled else text
+        if len(_PATHS) > 100_000:
+            _PATHS.clear()
+        _PATHS[path] = out
+    return out
+
+
+_MEMBER = re.compile(r"[A-Za-z_$]+(?:\.[A-Za-z_$]+)+")  # names without digits: a secret has some
+_NAME_BEFORE = re.compile(r"[\w$]*$")
+
+
+def _looks_like_code(value: str, m: re.Match | None = None) -> bool:
+    """``token=getToken()``, ``password = self.password``, ``cancellationToken: _cts.Token``,
+    ``cancellationToken: cancellationToken`` (a named argument passed on) and the like are code,
+    not secrets."""
     if "(" in value or value.startswith(("self.", "this.", "os.", "process.", "config.", "settings.")):
         return True
+    if _MEMBER.fullmatch(value):  # a member of an object: options.ApiKey, _cts.Token
+        return True
+    if m is not None:  # the value is the very name it is assigned to
+        name = _NAME_BEFORE.search(m.string, 0, m.start()).group() + re.match(r"[\w-]*", m.group(0)).group()
+        if value.lower() == name.lower():
+            return True
     # an UPPER_CASE name is an environment variable or constant being referenced
     return value.replace("_", "").isalpha() and value.isupper()

@@ -26,7 +26,11 @@ def test_secrets_are_replaced_by_a_marker_naming_the_kind(text, kind):
 
 
 @pytest.mark.parametrize("text", ["token=getToken()", "password = ${DB_PASSWORD}", "max_tokens=4096",
-                                  "no secrets here", "api_key = API_KEY"])
+                                  "no secrets here", "api_key = API_KEY",
+                                  # C# named arguments and members in real tool output (mitchwindoo's logs)
+                                  "f(cancellationToken: cancellationToken);", "cancellationToken: _cts.Token",
+                                  "CancellationToken cancellationToken = default)",
+                                  "api_key=options.ApiKey"])
 def test_code_and_placeholders_are_left_alone(text):
     r = Redactor()
     assert r(text) == text and r.total == 0
@@ -74,6 +78,8 @@ _FRAGMENTS = [
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0", "sk_live_" + "c" * 20,
     "npm_" + "d" * 36, "sk-ant-" + "e" * 24, "-----BEGIN RSA PRIVATE KEY-----", "https://hooks.slack.com/services/"
     + "T0" * 12, "\u2028", "\x01", "é", "日本",
+    "sk-proj-" + "f" * 44, "sk-admin-", "hf_" + "g" * 34, "glpat-" + "h" * 20, "GOCSPX-" + "i" * 28,
+    "AccountKey", "SharedAccessKey", "accountkey",
     # values the assignment rule judges to be code, and what could end or hide one
     "(", ")", "refresh(1)", "abcdef(x)", "self.", "UPPER_CASE", "\u00a0", "\u3000", "\\n", "\\\"",
 ]
