@@ -10,6 +10,8 @@ inside it cannot break a page.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
 from collections import defaultdict
@@ -164,6 +166,19 @@ def slug(text: str) -> str:
     return s[:40] or "project"
 
 
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def page_name(session_id: str) -> str:
+    """The file name (without .md) of a session's page: the id itself when it is a plain name (every
+    id Copilot writes is), else a slug of it and a hash, so that no id (``../../x``, markup, a NUL)
+    can name a file outside the wiki or break a link."""
+    if _SAFE_NAME.fullmatch(session_id) and ".." not in session_id:
+        return session_id
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{slug(session_id)[:40]}-{digest}"
+
+
 # ------------------------------------------------------------------------------------ data
 class Data:
     """Everything the pages need, read once from the warehouse, in a fixed order."""
@@ -226,7 +241,7 @@ def _project_link(data: Data, project_id: str, prefix: str) -> str:
 
 
 def _session_link(s: dict, prefix: str) -> str:
-    return link(s["title"] or s["session_id"], f"{prefix}sessions/{s['session_id']}.md")
+    return link(s["title"] or s["session_id"], f"{prefix}sessions/{page_name(s['session_id'])}.md")
 
 
 # ------------------------------------------------------------------------------------ pages
@@ -504,7 +519,7 @@ def build_pages(con) -> tuple[dict[str, str], dict[str, tuple]]:
                                                  threads.get(pid, []), pid in charted)
     for sess in data.sessions:
         sid = sess["session_id"]
-        pages[f"sessions/{sid}.md"] = session_page(data, sess, turns.get(sid, []), checkpoints.get(sid, []),
+        pages[f"sessions/{page_name(sid)}.md"] = session_page(data, sess, turns.get(sid, []), checkpoints.get(sid, []),
                                                    session_files.get(sid, []), refs.get(sid, []),
                                                    usage.get(sid, []), memories.get(sid, []))
     pages["files.md"] = files_page(data, files, coupling)
@@ -524,6 +539,9 @@ def build_pages(con) -> tuple[dict[str, str], dict[str, tuple]]:
     return pages, specs
 
 
+MANIFEST = ".manifest.json"  # the pages and charts the last report wrote: the only files it ever removes
+
+
 def write_wiki(warehouse, out_dir) -> WikiResult:
     out_dir = Path(out_dir)
     con = connect(warehouse, read_only=True)
@@ -533,8 +551,11 @@ def write_wiki(warehouse, out_dir) -> WikiResult:
         con.close()
     pages.update(charts.render_all(specs, out_dir))
     result = WikiResult()
+    root = out_dir.resolve()
     for rel, content in sorted(pages.items()):
         path = out_dir / rel
+        if not path.resolve().is_relative_to(root):  # names are made safe (page_name); this is the guard
+            raise ValueError(f"page {rel!r} would be written outside {out_dir}")
         data = content.encode("utf-8")
         if path.is_file() and path.read_bytes() == data:
             result.unchanged.append(path)
@@ -544,13 +565,21 @@ def write_wiki(warehouse, out_dir) -> WikiResult:
         tmp.write_bytes(data)
         tmp.replace(path)
         result.written.append(path)
-    keep = {out_dir / rel for rel in pages}
-    for sub in ("", "projects", "sessions", "charts"):
-        folder = out_dir / sub
-        if folder.is_dir():
-            for stale in sorted(folder.glob("*.md")) + sorted(folder.glob("*.svg")):
-                if stale not in keep:
-                    stale.unlink()
-                    result.removed.append(stale)
+    # remove what the previous report wrote and this one did not; never a file it did not write
+    manifest = out_dir / MANIFEST
+    try:
+        previous = json.loads(manifest.read_text(encoding="utf-8")).get("files", []) if manifest.is_file() else []
+    except (ValueError, OSError, AttributeError):
+        previous = []
+    for rel in sorted(set(previous) - set(pages)):
+        stale = out_dir / rel
+        if isinstance(rel, str) and stale.resolve().is_relative_to(root) and stale.is_file():
+            stale.unlink()
+            result.removed.append(stale)
+    listing = (json.dumps({"files": sorted(pages)}, indent=1) + "\n").encode("utf-8")
+    if not manifest.is_file() or manifest.read_bytes() != listing:  # unchanged: not rewritten either
+        tmp = manifest.with_name(MANIFEST + ".tmp")
+        tmp.write_bytes(listing)
+        tmp.replace(manifest)
     log.info(result.line(out_dir))
     return result

@@ -1,5 +1,6 @@
 """make report: parquet a BI tool can load, and the wiki (golden files, determinism, escaping)."""
 
+import json
 import os
 import shutil
 
@@ -84,10 +85,17 @@ def test_wiki_is_deterministic_and_rewrites_nothing_unchanged(sample_home, tmp_p
     assert (len(again.written), len(again.unchanged), len(again.removed)) == (0, len(first.written), 0)
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert {p: p.stat().st_mtime_ns for p in before} == mtimes
-    # a page of a session that is no longer in the warehouse is removed
-    stale = out / "sessions" / "not-a-session.md"
+    # a page an earlier report wrote for a session no longer in the warehouse is removed; a file the
+    # report did not write (a user's notes) is never touched
+    stale, notes = out / "sessions" / "gone-session.md", out / "sessions" / "my-notes.md"
     stale.write_text("old")
+    notes.write_text("mine")
+    manifest = json.loads((out / ".manifest.json").read_text())
+    (out / ".manifest.json").write_text(json.dumps({"files": [*manifest["files"], "sessions/gone-session.md",
+                                                               "../outside.md"]}))
+    (tmp_path / "outside.md").write_text("not the wiki's")
     assert write_wiki(wh, out).removed == [stale]
+    assert notes.read_text() == "mine" and (tmp_path / "outside.md").exists()
 
 
 def test_text_from_prompts_cannot_break_a_page(sample_home, tmp_path):
