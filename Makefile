@@ -40,10 +40,10 @@ lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
 
 SIZE ?= 1024
 bench: $(STAMP)  ## timings and peak memory on a SIZE-MB synthetic corpus (SIZES=256,512,1024 for scaling)
-	$(PY) -m pipeline.bench --size-mb $(SIZE) $(if $(SIZES),--sizes $(SIZES),)
+	$(PY) -m tools.bench --size-mb $(SIZE) $(if $(SIZES),--sizes $(SIZES),)
 
 sample: $(STAMP)  ## regenerate the synthetic sample corpus under data/sample/
-	$(PY) -m pipeline.sample data/sample
+	$(PY) -m tools.sample data/sample
 
 clean:  ## remove generated outputs (warehouse, parquet, demo) and .venv
 	rm -rf $(VENV) data/demo data/parquet data/wiki data/warehouse.duckdb data/warehouse.duckdb.wal .pytest_cache

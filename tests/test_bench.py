@@ -2,7 +2,7 @@
 
 import json
 
-from pipeline import bench
+from tools import bench
 
 
 def test_bench_generates_a_corpus_and_runs_every_step(tmp_path, capsys):

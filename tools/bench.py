@@ -1,6 +1,6 @@
 """``make bench``: a large synthetic corpus and the timings the performance targets are read from.
 
-    python -m pipeline.bench [--size-mb 1024] [--sizes 256,512,1024] [--dir data/bench]
+    python -m tools.bench [--size-mb 1024] [--sizes 256,512,1024] [--dir data/bench]
 
 Each step runs as its own process (wall time and that process's peak RSS from ``wait4``):
   (a) floor   one DuckDB query that parses every events.jsonl and extracts the fields the star
@@ -28,16 +28,14 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from tools.synthlog import Log, iso
+
 REPO = Path(__file__).resolve().parent.parent
 NS = uuid.UUID("0b3f6f0e-5d55-4a57-9a55-1f2f1c1c0b0e")
 WORDS = ["token", "refresh", "cart", "checkout", "parser", "lexer", "config", "service", "endpoint", "cache",
          "retry", "timeout", "queue", "worker", "schema", "migration", "index", "query", "report", "export",
          "import", "session", "user", "login", "auth", "billing", "invoice"]
 SYSTEM_PROMPT = ("You are the GitHub Copilot CLI, a terminal assistant built by GitHub. " * 700)[:56000]
-
-
-def _iso(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 def _code(rng: random.Random, n_lines: int) -> str:
@@ -48,20 +46,14 @@ def _code(rng: random.Random, n_lines: int) -> str:
 
 def session_log(rng: random.Random, sid: str, start: datetime, target_bytes: int, project: str) -> tuple[str, int]:
     """One realistic events.jsonl of about ``target_bytes``; returns (text, number of prompts)."""
-    lines, t, prev, n, prompts = [], start, None, 0, 0
+    log, prompts = Log(sid, start, NS), 0
     files = [f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py" for _ in range(12)]
 
-    def add(etype, data, secs=1.0):
-        nonlocal t, prev, n
-        t += timedelta(seconds=secs)
-        n += 1
-        eid = str(uuid.uuid5(NS, f"{sid}:{n}"))
-        lines.append(json.dumps({"type": etype, "data": data, "id": eid, "timestamp": _iso(t), "parentId": prev}))
-        prev = eid
-        return len(lines[-1]) + 1
+    def add(etype, data, secs=1.0):  # the event's size in the log
+        return len(json.dumps(log.add(etype, data, secs))) + 1
 
     size = add("session.start", {"sessionId": sid, "version": 1, "producer": "copilot-agent",
-                                 "copilotVersion": "1.0.78", "startTime": _iso(t),
+                                 "copilotVersion": "1.0.78", "startTime": iso(start),
                                  "context": {"cwd": project, "gitRoot": project, "branch": "main"}}, 0)
     size += add("system.message", {"role": "system", "content": SYSTEM_PROMPT})
     while size < target_bytes:
@@ -79,9 +71,9 @@ def session_log(rng: random.Random, sid: str, start: datetime, target_bytes: int
                         "create": {"path": path, "file_text": _code(rng, 20)},
                         "bash": {"command": f"pytest -q {rng.choice(files)}", "description": "run tests"},
                         "grep": {"pattern": rng.choice(WORDS), "path": "src"}}[tool]
-                calls.append((f"toolu_{uuid.uuid5(NS, f'{sid}:{n}:{len(calls)}').hex[:24]}", tool, args))
+                calls.append((f"toolu_{uuid.uuid5(NS, f'{sid}:{log.n}:{len(calls)}').hex[:24]}", tool, args))
             size += add("assistant.message", {
-                "messageId": str(uuid.uuid5(NS, f"{sid}:m{n}")), "model": "claude-sonnet-4.6",
+                "messageId": str(uuid.uuid5(NS, f"{sid}:m{log.n}")), "model": "claude-sonnet-4.6",
                 "content": "" if calls and rng.random() < 0.5 else " ".join(rng.choice(WORDS) for _ in range(60)),
                 "toolRequests": [{"toolCallId": c, "name": tool, "arguments": args, "type": "function"}
                                  for c, tool, args in calls],
@@ -105,7 +97,7 @@ def session_log(rng: random.Random, sid: str, start: datetime, target_bytes: int
                                                                                "outputTokens": 2000 * prompts,
                                                                                "cacheReadTokens": 50000,
                                                                                "cacheWriteTokens": 0}}}})
-    return "\n".join(lines) + "\n", prompts
+    return log.text(), prompts
 
 
 def generate(out: Path, size_mb: int, seed: int = 7) -> Path:
@@ -299,7 +291,7 @@ def print_table(size_mb: int, rows: list[dict]) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pipeline.bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=int, default=1024, help="events.jsonl volume of the corpus (default 1024)")
     ap.add_argument("--sizes", default="", help="comma-separated sizes to run in turn, e.g. 256,512,1024")
     ap.add_argument("--dir", type=Path, default=REPO / "data" / "bench")
