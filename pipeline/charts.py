@@ -7,6 +7,11 @@ whose data did not change is not drawn again, and many charts are drawn on sever
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 import hashlib
 import io
 import multiprocessing
@@ -32,7 +37,7 @@ def _plt():
     return plt
 
 
-def _svg(fig) -> str:
+def _svg(fig: Figure) -> str:
     buf = io.StringIO()
     # margins are set by each chart (no bbox_inches="tight": it draws every chart twice)
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
@@ -118,8 +123,11 @@ def _digest(name: str, args: tuple) -> str:
     return hashlib.md5(repr((name, args, code, matplotlib.__version__)).encode()).hexdigest()
 
 
+CHARTS = {"weekly_activity": weekly_activity, "horizontal_bars": horizontal_bars, "term_trends": term_trends}
+
+
 def _draw(name: str, args: tuple, digest: str) -> str:
-    svg = globals()[name](*args)
+    svg = CHARTS[name](*args)
     head, sep, rest = svg.partition("\n")  # after the XML declaration
     return f"{head}{sep}<!-- chart-data: {digest} -->\n{rest}"
 

@@ -2,6 +2,9 @@
 
 Key checks (unique and not null) are derived from the declared keys in ``schema.py``; the
 hand-written ones live in ``sql/checks/*.sql`` and run in file-name order.
+
+``CHECKS_DIR`` (None: ``sql/checks`` of this repository) is read when the checks run, so a test
+can point it elsewhere.
 """
 
 from __future__ import annotations
@@ -10,12 +13,14 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from .models import PER_SESSION
+import duckdb
+
+from .models import load_models, sql_dir
 from .schema import MODELS, STAR
 
 log = logging.getLogger(__name__)
 
-CHECKS_DIR = Path(__file__).resolve().parent.parent / "sql" / "checks"
+CHECKS_DIR: Path | None = None
 SHOW_ROWS = 10
 
 
@@ -46,16 +51,18 @@ def key_check_sql(table: str, key: tuple[str, ...], rows: str | None = None) -> 
     return f"select {cols}, count(*) as n_rows from {source} group by {cols} having count(*) > 1 or {nulls}"
 
 
-def all_checks(checks_dir: Path = CHECKS_DIR, *, scoped: bool = False) -> list[tuple[str, str]]:
+def all_checks(checks_dir: Path | None = None, *, scoped: bool = False) -> list[tuple[str, str]]:
     """Every check as (name, SQL). ``scoped``: the keys of the per-session models are checked on
     the rows of the sessions in the temporary table ``_check_scope`` only. The other sessions'
     rows are as the run that wrote them checked them, and no key of those models spans two
     sessions (each includes the session or a document id made from it; rows of no session are
     always rebuilt, so always in scope)."""
+    checks_dir = checks_dir or CHECKS_DIR or sql_dir() / "checks"
+    incremental = {m.name for m in load_models() if m.incremental} if scoped else set()
     out = []
     for t in STAR + MODELS:
         rows = None
-        if scoped and t.name in PER_SESSION:
+        if t.name in incremental:
             rows = (f'(select * from "{t.name}" where session_id is null '
                     f"or session_id in (select session_id from _check_scope))")
         out.append((f"unique_key_{t.name}", key_check_sql(t.name, t.key, rows)))
@@ -64,7 +71,8 @@ def all_checks(checks_dir: Path = CHECKS_DIR, *, scoped: bool = False) -> list[t
     return out
 
 
-def run_checks(con, checks_dir: Path = CHECKS_DIR, *, sessions: list[str] | None = None) -> list[CheckFailure]:
+def run_checks(con: duckdb.DuckDBPyConnection, checks_dir: Path | None = None, *,
+               sessions: list[str] | None = None) -> list[CheckFailure]:
     """Run every check; ``sessions`` (an incremental ingest's changed sessions) narrows the key
     checks of the per-session models to their rows (see ``all_checks``)."""
     failures = []

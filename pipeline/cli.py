@@ -1,4 +1,8 @@
-"""``python -m pipeline <verb>``: a thin command line over the library functions."""
+"""``python -m pipeline <verb>``: a thin command line over the library functions.
+
+Each verb imports the modules it runs when it runs, so ``--help``, ``query`` and ``usage`` start
+without loading the readers, and an ingest that changed nothing without polars and pyarrow.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,12 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from .runs import RunSummary
 
 DEFAULT_WAREHOUSE = "data/warehouse.duckdb"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -117,7 +127,7 @@ def _interrupted(verb: str, committed: bool) -> str:
     return "interrupted: " + ("nothing was written; " + _WRITERS[verb] if verb in _WRITERS else "stopped")
 
 
-def _failure(args, exc: BaseException) -> int:
+def _failure(args: argparse.Namespace, exc: BaseException) -> int:
     """One line for what stopped a verb; exit 2 when the machine is at fault (a full disk, no
     memory, a file it cannot write), 1 for anything else (a bug: -v shows the traceback)."""
     import duckdb
@@ -147,7 +157,7 @@ def _failure(args, exc: BaseException) -> int:
     return 1
 
 
-def _target(args) -> str:
+def _target(args: argparse.Namespace) -> str:
     for name in ("out", "warehouse"):
         value = getattr(args, name, None)
         if value:
@@ -164,14 +174,14 @@ def _progress(quiet: bool):
         return None, None
     bar = tqdm(total=0, unit="file", file=sys.stderr, leave=False)
 
-    def update(i, total, _path):
+    def update(i: int, total: int, _path: str):
         bar.total = total
         bar.n = i + 1
         bar.refresh()
     return update, bar
 
 
-def _sources(args) -> tuple[list[Path], list[Path]]:
+def _sources(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
     homes, users = list(args.copilot_home), list(args.vscode_user)
     if homes or users:
         return homes, users  # any source flag turns discovery off
@@ -184,7 +194,8 @@ def _sources(args) -> tuple[list[Path], list[Path]]:
     return homes, users
 
 
-def run_ingest(warehouse, homes, users, *, full=False, redact=True, quiet=False):
+def run_ingest(warehouse: str | Path, homes: list[Path], users: list[Path], *, full: bool = False,
+               redact: bool = True, quiet: bool = False) -> RunSummary:
     from .ingest import ingest
     update, bar = _progress(quiet)
     try:
@@ -203,13 +214,13 @@ def run_ingest(warehouse, homes, users, *, full=False, redact=True, quiet=False)
     return summary
 
 
-def cmd_ingest(args) -> int:
+def cmd_ingest(args: argparse.Namespace) -> int:
     homes, users = _sources(args)
     run_ingest(args.warehouse, homes, users, full=args.full, redact=not args.no_redact, quiet=args.quiet)
     return 0
 
 
-def _report(warehouse, out: Path, quiet: bool) -> None:
+def _report(warehouse: str | Path, out: Path, quiet: bool) -> None:
     from .report import run_report
     parquet, wiki = run_report(warehouse, out)
     if not quiet:
@@ -217,12 +228,12 @@ def _report(warehouse, out: Path, quiet: bool) -> None:
         print(wiki.line(out / "wiki") + f"; start at {out / 'wiki' / 'index.md'}")
 
 
-def cmd_report(args) -> int:
+def cmd_report(args: argparse.Namespace) -> int:
     _report(args.warehouse, Path(args.out), args.quiet)
     return 0
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     warehouse = out / "warehouse.duckdb"
     run_ingest(warehouse, [SAMPLE / "copilot-home"], [SAMPLE / "vscode-user"], full=True, quiet=args.quiet)
@@ -233,7 +244,7 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def cmd_search(args) -> int:
+def cmd_search(args: argparse.Namespace) -> int:
     from .warehouse import connect
     if args.limit < 1:
         print("error: --limit must be at least 1", file=sys.stderr)
@@ -252,7 +263,7 @@ def cmd_search(args) -> int:
     return 0
 
 
-def cmd_usage(args) -> int:
+def cmd_usage(args: argparse.Namespace) -> int:
     import duckdb
 
     from .usage_report import UsageError, render, usage_table
@@ -273,7 +284,7 @@ def cmd_usage(args) -> int:
     return 0
 
 
-def cmd_models(args) -> int:
+def cmd_models(args: argparse.Namespace) -> int:
     from .checks import ChecksFailed, run_checks
     from .models import run_models
     from .warehouse import connect, transaction
@@ -290,7 +301,7 @@ def cmd_models(args) -> int:
     return 0
 
 
-def cmd_query(args) -> int:
+def cmd_query(args: argparse.Namespace) -> int:
     from .warehouse import connect
     con = connect(args.warehouse, read_only=True)
     try:
@@ -307,7 +318,7 @@ def cmd_query(args) -> int:
     return 0
 
 
-def _print_frame(df, fmt: str) -> None:
+def _print_frame(df: pl.DataFrame, fmt: str) -> None:
     import polars as pl
     if fmt == "csv":
         nested = [c for c, t in df.schema.items() if t.is_nested()]

@@ -5,17 +5,35 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .schema import BOOKKEEPING, MODELS, STAGING, STAR
+from .models import load_models
+from .schema import BOOKKEEPING, MARTS, MODELS, STAGING, STAR
+
+_BOOKKEEPING_WRITERS = {"_runs": "pipeline/runs.py", "_meta": "pipeline/warehouse.py",
+                        "_source_files": "pipeline/load/state.py", "_rejects": "pipeline/load/state.py"}
+
+
+def writers() -> dict[str, str]:
+    """The one module or SQL file that writes each table."""
+    root = Path(__file__).resolve().parent.parent
+    out = {t.name: "pipeline/extract (readers), staged by pipeline/load/state.py" for t in STAGING}
+    out.update({t.name: "pipeline/transform/star.py (built), pipeline/load/star.py (stored)" for t in STAR})
+    out.update({m.name: str(m.path.relative_to(root)) for m in load_models() if m.layer != "macros"})
+    out.update(_BOOKKEEPING_WRITERS)
+    return out
 
 
 def table_reference() -> str:
     out = []
-    for title, tables in (("Star schema", STAR), ("SQL models (sql/)", MODELS), ("Bookkeeping", BOOKKEEPING),
-                          ("Staging (as read)", STAGING)):
+    written_by = writers()
+    models = [t for t in MODELS if t not in MARTS]
+    for title, tables in (("Star schema (built in polars)", STAR), ("Marts (sql/marts/)", MARTS),
+                          ("Intermediate and report models (sql/intermediate/, sql/reports/)", models),
+                          ("Bookkeeping", BOOKKEEPING), ("Staging (as read)", STAGING)):
         out.append(f"## {title}\n")
         for t in tables:
             out.append(f"### `{t.name}`\n\n{t.description} Grain: {t.grain}; key: "
-                       f"`{', '.join(t.key)}`.\n\n| column | type | description |\n|---|---|---|")
+                       f"`{', '.join(t.key)}`. Written by `{written_by[t.name]}`.\n\n"
+                       "| column | type | description |\n|---|---|---|")
             out.extend(f"| `{c.name}` | {c.type} | {_cell(c.description)} |" for c in t.columns)
             out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -1,86 +1,161 @@
-"""A tiny runner for the SQL models in ``sql/``: macros first, then every model in the order
-``schema.MODELS`` declares, each as ``create or replace table <name> as <select>``.
+"""A tiny runner for the SQL models under ``sql/``.
 
-A model file is one bare SELECT whose file name is its table name. Its result is cast to the
-declared columns and types, so the warehouse always matches the declaration (a model that
-drops or renames a column fails loudly here instead of surprising a BI tool later).
-``sql/after/<name>.sql``, when it exists, is one statement run right after model ``<name>``.
+A model is one file holding one bare SELECT, named after its table, in the folder of its layer:
+``sql/intermediate/`` (``int_*``), ``sql/marts/`` (``dim_*`` built from the star), ``sql/reports/``
+(``report_*``). Macros (``sql/macros/``) are created first. The build order comes from the
+references: a model runs after every model and macro it names (ties: layer, then name).
+
+Each model's result is cast to the columns and types ``schema.py`` declares, so the warehouse always
+matches the declaration (a model that drops or renames a column fails loudly here).
+
+A header line configures a model, dbt style:
+- ``-- incremental: session_id``: its rows belong to one session each (or to none). An ingest that
+  changed some sessions rebuilds only their rows (and the rows of no session): the runner deletes
+  them, and inserts the model's SELECT with each import CTE (``x as (select * from <table>)`` at
+  the top) of a table that has the column narrowed to those sessions - dbt's ``is_incremental()``,
+  done by the runner, so the SQL itself stays a pure SELECT over everything that runs as it is in
+  a bare DuckDB shell.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-from .schema import MODELS
+from .schema import MODELS, TABLES, Table
 from .warehouse import comment
 
 log = logging.getLogger(__name__)
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
-MACROS = ["tokenize", "search", "usage_rollup"]  # search() calls tokenize()
-# Models whose rows belong to one session each: an incremental ingest rebuilds only the rows of the
-# sessions it changed (their SQL reads the temporary table _model_scope); the others are rebuilt whole.
-PER_SESSION = {"int_search_docs", "int_search_terms", "int_topic_terms", "int_mention_words"}
+LAYERS = ("intermediate", "marts", "reports")  # folders of sql/ that hold models, in layer order
+_CONFIG = re.compile(r"^--\s*(incremental):\s*(\S+)\s*$", re.MULTILINE)
+_COMMENT = re.compile(r"--[^\n]*")
+_STRING = re.compile(r"'(?:[^']|'')*'")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IMPORT = re.compile(r"^(\w+) as \(\s*select \* from (\w+)\s*\)", re.MULTILINE)
 
 
-def per_session_models_filled(con) -> bool:
-    """Whether every per-session model has rows. One without is new to this warehouse (a version
-    added it) or was emptied: then an ingest builds the models whole, not for the changed sessions."""
-    return all(con.execute(f'select exists (select 1 from "{name}")').fetchall()[0][0] for name in PER_SESSION)
+def sql_dir() -> Path:
+    """The repository's ``sql/`` folder (resolved when called, so a test can point elsewhere)."""
+    return Path(__file__).resolve().parent.parent / "sql"
 
 
 class ModelError(Exception):
-    """A model file is missing or does not produce its declared columns."""
+    """A model file is missing, references in a cycle, or does not produce its declared columns."""
 
 
-def model_sql(name: str, sql_dir: Path = SQL_DIR) -> str:
-    path = sql_dir / f"{name}.sql"
-    if not path.is_file():
-        raise ModelError(f"model {name}: no file {path}")
-    return path.read_text(encoding="utf-8").strip().rstrip(";")
+@dataclass(frozen=True)
+class Model:
+    name: str
+    layer: str  # intermediate | marts | reports | macros
+    path: Path
+    sql: str
+    refs: frozenset[str]  # the models and macros it names
+    incremental: str | None = None  # the column whose value scopes an incremental build (session_id)
+
+    @property
+    def table(self) -> Table | None:
+        return TABLES.get(self.name)
 
 
-def create_macros(con, sql_dir: Path = SQL_DIR) -> None:
-    for name in MACROS:
-        con.execute((sql_dir / "macros" / f"{name}.sql").read_text(encoding="utf-8").strip().rstrip(";"))
+def _refs(sql: str, names: set[str], own: str) -> frozenset[str]:
+    text = _STRING.sub("''", _COMMENT.sub("", sql))
+    return frozenset(w for w in _WORD.findall(text) if w in names and w != own)
 
 
-def run_models(con, sessions: list[str] | None = None, sql_dir: Path = SQL_DIR) -> list[str]:
-    """(Re)build every model table; ``sessions`` limits per-session models to those sessions'
-    rows (None: everything). Returns the names in run order."""
-    create_macros(con, sql_dir)
-    incremental = sessions is not None
-    if incremental:
-        con.execute("create or replace temp table _model_scope as select unnest(?::varchar[]) as session_id",
-                    [sessions])
-    else:
-        con.execute("create or replace temp table _model_scope as select session_id from dim_sessions")
+def load_models(root: Path | None = None) -> list[Model]:
+    """Every macro and model under ``root`` (default: ``sql/``), in build order."""
+    root = root or sql_dir()
+    files = [("macros", p) for p in sorted((root / "macros").glob("*.sql"))]
+    files += [(layer, p) for layer in LAYERS for p in sorted((root / layer).glob("*.sql"))]
+    names = {p.stem for _layer, p in files}
+    declared = {t.name for t in MODELS}
+    found = {p.stem for layer, p in files if layer != "macros"}
+    if declared - found:
+        raise ModelError(f"models declared in schema.py without a file under {root}: {sorted(declared - found)}")
+    if found - declared:
+        raise ModelError(f"model files not declared in schema.py: {sorted(found - declared)}")
+    models = []
+    for layer, path in files:
+        sql = path.read_text(encoding="utf-8").strip().rstrip(";")
+        config = dict(_CONFIG.findall(sql))
+        models.append(Model(path.stem, layer, path, sql, _refs(sql, names, path.stem), config.get("incremental")))
+    return build_order(models)
+
+
+def build_order(models: list[Model]) -> list[Model]:
+    """Each model after what it references; among those ready, macros first, then by layer and name."""
+    rank = {layer: i for i, layer in enumerate(("macros", *LAYERS))}
+    by_name = {m.name: m for m in models}
+    waiting = {m.name: set(m.refs) for m in models}
+    done: list[Model] = []
+    while waiting:
+        ready = sorted((by_name[n] for n, deps in waiting.items() if not deps),
+                       key=lambda m: (rank[m.layer], m.name))
+        if not ready:
+            raise ModelError(f"models reference each other in a cycle: {sorted(waiting)}")
+        nxt = ready[0]
+        done.append(nxt)
+        del waiting[nxt.name]
+        for deps in waiting.values():
+            deps.discard(nxt.name)
+    return done
+
+
+def incremental_models_filled(con: duckdb.DuckDBPyConnection, root: Path | None = None) -> bool:
+    """Whether every incremental model has rows. One without is new to this warehouse (a version
+    added it) or was emptied: then an ingest builds the models whole, not for the changed sessions."""
+    return all(con.execute(f'select exists (select 1 from "{m.name}")').fetchone()[0]
+               for m in load_models(root) if m.incremental)
+
+
+def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None,
+               root: Path | None = None) -> list[str]:
+    """(Re)build every macro and model; ``sessions`` limits the incremental models to the rows of
+    those sessions (None: everything). Returns the names of the models (not macros) in build order."""
     built = []
-    for table in MODELS:
-        cols = ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in table.columns)
+    for model in load_models(root):
         try:
-            sql = model_sql(table.name, sql_dir)
-            select = f"select {cols} from ({sql})"
-            if incremental and table.name in PER_SESSION:
-                con.execute(f'delete from "{table.name}" where session_id is null '
-                            f"or session_id in (select session_id from _model_scope)")
-                con.execute(f'insert into "{table.name}" {select}')
-            else:
-                con.execute(f'create or replace table "{table.name}" as {select}')
-                comment(con, table)
-            after = sql_dir / "after" / f"{table.name}.sql"
-            if after.is_file():  # a statement that completes an earlier model from this one
-                con.execute(after.read_text(encoding="utf-8").strip().rstrip(";"))
+            _build(con, model, sessions)
         except ModelError:
             raise
         except duckdb.InterruptException as exc:  # Ctrl-C during a model: an interruption, not a broken model
             raise KeyboardInterrupt from exc
         except Exception as exc:  # duckdb's error types vary; all of them mean this model is wrong
-            raise ModelError(f"model {table.name} failed: {str(exc).splitlines()[0]}") from exc
-        built.append(table.name)
-    con.execute("drop table _model_scope")
-    log.info("%d models built (%s)", len(built), "incremental" if incremental else "full")
+            raise ModelError(f"model {model.name} failed: {str(exc).splitlines()[0]}") from exc
+        if model.layer != "macros":
+            built.append(model.name)
+    log.info("%d models built (%s)", len(built), "incremental" if sessions is not None else "full")
     return built
+
+
+def narrowed(sql: str, key: str, condition: str) -> str:
+    """``sql`` with each import CTE of a table that has column ``key`` filtered by ``condition``."""
+    def narrow(m: re.Match) -> str:
+        cte, table = m.group(1), m.group(2)
+        if table in TABLES and any(c.name == key for c in TABLES[table].columns):
+            return f"{cte} as (\n    select * from {table} where {condition}\n)"
+        return m.group(0)
+    return _IMPORT.sub(narrow, sql)
+
+
+def _build(con: duckdb.DuckDBPyConnection, model: Model, sessions: list[str] | None) -> None:
+    if model.layer == "macros":
+        con.execute(model.sql)
+        return
+    table = model.table
+    cols = ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in table.columns)
+    select = f"select {cols} from ({model.sql})"
+    if sessions is not None and model.incremental:
+        key = model.incremental
+        in_scope = f'"{key}" is null or "{key}" in (select unnest($scope))'
+        scoped = f"select {cols} from ({narrowed(model.sql, key, in_scope)})"
+        con.execute(f'delete from "{model.name}" where {in_scope}', {"scope": sessions})
+        con.execute(f'insert into "{model.name}" select * from ({scoped}) where {in_scope}', {"scope": sessions})
+    else:
+        con.execute(f'create or replace table "{model.name}" as {select}')
+        comment(con, table)

@@ -77,7 +77,7 @@ class Redactor:
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def __call__(self, text):
+    def __call__(self, text: object):
         if not self.enabled or not isinstance(text, str) or len(text) < 6:
             return text
         if len(text) < CACHE_MIN_CHARS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from .schema import TABLES
 from .warehouse import connect
 from .wiki import WikiResult, write_wiki
 
@@ -14,7 +15,6 @@ EXPORT_PREFIXES = ("dim_", "fct_", "report_")
 
 def export_parquet(warehouse: str | Path, out_dir: str | Path) -> list[Path]:
     """Write ``<out_dir>/<table>.parquet`` (zstd) for each exported table, sorted by its key."""
-    from .schema import TABLES
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     con = connect(warehouse, read_only=True)

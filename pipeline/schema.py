@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+# What a column of each integer type can hold, and the plausible range of a count: a token count or a
+# nano-AIU cost outside it is no real figure (10^15 nano-AIU is $10,000 for one request); readers and
+# transforms set such values to NULL, so that no sum of them can overflow a column.
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+COUNT = (0, 10**15)
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,7 @@ class Table:
         return f'create table if not exists "{self.name}" (\n  {cols}\n)'
 
 
-def _t(name, grain, key, description, *cols):
+def _t(name: str, grain: str, key: Iterable[str], description: str, *cols):
     return Table(name, grain, tuple(key), description, tuple(Column(*c) for c in cols))
 
 
@@ -230,31 +238,6 @@ STAR = [
         ("is_gone", "BOOLEAN", "True when no source file of the session is on disk any more."),
     ),
     _t(
-        "dim_projects", "one row per project", ["project_id"],
-        "A project is a repository when the sessions know it (every clone and worktree of it), else a git root "
-        "(or working directory; Windows drive-letter case and separators folded), else the one `(no project)` "
-        "bucket. Derived from dim_sessions.",
-        ("project_id", "VARCHAR", "md5 of `repo:` + the lower-case repository, else of the normalized root path "
-                                  "(first 16 hex)."),
-        ("name", "VARCHAR", "Repository name, else the root folder's name, else `(no project)`."),
-        ("repository", "VARCHAR", "owner/repo, when known (of the latest session that names one)."),
-        ("root_path", "VARCHAR", "Normalized root path of the latest session (`/` separators, lower-case drive "
-                                 "letter)."),
-        ("n_sessions", "INTEGER", "Sessions in the project."),
-        ("first_seen_at", "TIMESTAMPTZ", "First session start (UTC)."),
-        ("last_seen_at", "TIMESTAMPTZ", "Last session end (UTC)."),
-    ),
-    _t(
-        "dim_files", "one row per file of a project", ["file_id"],
-        "Files touched by tool calls or listed in session_files.",
-        ("file_id", "VARCHAR", "md5 of project_id and path (first 16 hex)."),
-        ("project_id", "VARCHAR", "Project of the file."),
-        ("path", "VARCHAR", "Project-relative path with `/` separators (absolute when outside the project)."),
-        ("extension", "VARCHAR", "File extension without the dot, lower case."),
-        ("is_in_project", "BOOLEAN", "False when the path lies outside the project root."),
-        ("n_sessions", "INTEGER", "Sessions that touched the file."),
-    ),
-    _t(
         "fct_turns", "one row per user prompt", ["session_id", "turn_index"],
         "User prompts with the assistant's visible answer until the next prompt.",
         ("session_id", "VARCHAR", "Session."),
@@ -401,13 +384,55 @@ STAR = [
         ("path", "VARCHAR", "Path relative to the source root."),
         ("content", "VARCHAR", "Text, redacted."),
     ),
+    _t(
+        "int_session_files", "one row per session x file", ["session_id", "file_id"],
+        "The files each session touched, as the star build resolved them (project-relative path, project); "
+        "written with the session's facts, and the input of dim_files.",
+        ("session_id", "VARCHAR", "Session."),
+        ("file_id", "VARCHAR", "md5 of project_id and path (first 16 hex)."),
+        ("project_id", "VARCHAR", "Project of the file."),
+        ("path", "VARCHAR", "Project-relative path with `/` separators (absolute when outside the project)."),
+        ("is_in_project", "BOOLEAN", "False when the path lies outside the project root."),
+    ),
 ]
 
 # --------------------------------------------------------------------------------------------
 # SQL models (sql/<name>.sql), run in this order after every ingest: int_ feed the reports,
 # report_ feed the exports. Formulas are documented in the SQL files and in the README.
 # --------------------------------------------------------------------------------------------
-MODELS = [
+# --------------------------------------------------------------------------------------------
+# SQL models (sql/): marts completing the star from it, intermediate tables, reports.
+# --------------------------------------------------------------------------------------------
+MARTS = [
+    _t(
+        "dim_projects", "one row per project", ["project_id"],
+        "A project is a repository when the sessions know it (every clone and worktree of it), else a git root "
+        "(or working directory; Windows drive-letter case and separators folded), else the one `(no project)` "
+        "bucket. Built by sql/marts/dim_projects.sql from dim_sessions.",
+        ("project_id", "VARCHAR", "md5 of `repo:` + the lower-case repository, else of the normalized root path "
+                                  "(first 16 hex)."),
+        ("name", "VARCHAR", "Repository name, else the root folder's name, else `(no project)`."),
+        ("repository", "VARCHAR", "owner/repo, when known (of the latest session that names one)."),
+        ("root_path", "VARCHAR", "Normalized root path of the latest session (`/` separators, lower-case drive "
+                                 "letter)."),
+        ("n_sessions", "INTEGER", "Sessions in the project."),
+        ("first_seen_at", "TIMESTAMPTZ", "First session start (UTC)."),
+        ("last_seen_at", "TIMESTAMPTZ", "Last session end (UTC)."),
+    ),
+    _t(
+        "dim_files", "one row per file of a project", ["file_id"],
+        "Files touched by tool calls or listed in session_files. Built by sql/marts/dim_files.sql from "
+        "int_session_files.",
+        ("file_id", "VARCHAR", "md5 of project_id and path (first 16 hex)."),
+        ("project_id", "VARCHAR", "Project of the file."),
+        ("path", "VARCHAR", "Project-relative path with `/` separators (absolute when outside the project)."),
+        ("extension", "VARCHAR", "File extension without the dot, lower case."),
+        ("is_in_project", "BOOLEAN", "False when the path lies outside the project root."),
+        ("n_sessions", "INTEGER", "Sessions that touched the file."),
+    ),
+]
+
+MODELS = MARTS + [
     _t(
         "int_usage_legs", "one row per session x leg x model", ["session_id", "leg_index", "model"],
         "fct_usage_legs with the session's project and the UTC day each leg is dated by (its last request, "
@@ -620,6 +645,23 @@ MODELS = [
         ("week", "DATE", "Monday of the week."), ("n_sessions", "INTEGER", ""), ("n_turns", "INTEGER", ""),
         ("n_tool_calls", "INTEGER", ""), ("n_failed_tool_calls", "INTEGER", ""),
         ("n_active_days", "INTEGER", "Days of the week with any activity."),
+    ),
+    _t(
+        "report_open_threads", "one row per session whose latest checkpoint with next steps names them",
+        ["session_id"],
+        "Where each session left off: the next steps of its latest checkpoint that has any.",
+        ("project_id", "VARCHAR", ""), ("session_id", "VARCHAR", ""),
+        ("session_title", "VARCHAR", "dim_sessions.title."), ("checkpoint_number", "INTEGER", ""),
+        ("title", "VARCHAR", "The checkpoint's title."), ("next_steps", "VARCHAR", ""),
+        ("started_at", "TIMESTAMPTZ", "The session's start (UTC)."),
+    ),
+    _t(
+        "report_session_files", "one row per session x file path", ["session_id", "path"],
+        "The files each session touched, with what it did to them.",
+        ("session_id", "VARCHAR", ""), ("path", "VARCHAR", "dim_files.path."),
+        ("actions", "VARCHAR", "view, edit, create: the actions, comma-separated, sorted."),
+        ("n_touches", "BIGINT", "Touches of the file in the session."),
+        ("first_seen_at", "TIMESTAMPTZ", "First touch (UTC)."),
     ),
 ]
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
+import duckdb
+
 BY = ("day", "week", "month", "session", "model", "project")
 _KEYS = {
     "day": (["day"], ["legs.day"]),
@@ -40,7 +42,7 @@ class UsageTable:
         return [*self.keys, *FIGURES, "unknown"]
 
 
-def usage_table(con, by: str = "day", since: date | None = None, until: date | None = None,
+def usage_table(con: duckdb.DuckDBPyConnection, by: str = "day", since: date | None = None, until: date | None = None,
                 project: str | None = None) -> UsageTable:
     if by not in BY:
         raise UsageError(f"--by must be one of {', '.join(BY)}")
@@ -111,7 +113,7 @@ def _unknown_note(unknown_input: int, unknown_cost: int, estimated: int) -> str:
 
 
 # ------------------------------------------------------------------------------------ output
-def _plain(v):
+def _plain(v: object):
     if isinstance(v, Decimal):
         return float(v)
     if isinstance(v, date):
@@ -143,7 +145,7 @@ def render(table: UsageTable, fmt: str) -> str:
         return "\n".join(lines) + "\n"
     widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
 
-    def line(values):
+    def line(values: list):
         return "  ".join(v.rjust(w) if c in FIGURES else v.ljust(w)
                          for c, v, w in zip(cols, values, widths, strict=True)).rstrip()
     rule = "  ".join("-" * w for w in widths)
@@ -160,7 +162,7 @@ _HEADERS = {"input_tokens": "input", "output_tokens": "output", "cache_read_toke
             "cache_write_tokens": "cache write", "ai_credits": "AI credits", "cost_usd": "USD", "session_id": "session"}
 
 
-def _cell(col: str, v) -> str:
+def _cell(col: str, v: object) -> str:
     if v is None:
         return "—" if col in FIGURES else ""
     if col == "ai_credits":

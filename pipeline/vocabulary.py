@@ -1,5 +1,5 @@
-"""Names shared by the readers and the transforms: the tool taxonomy and the tags Copilot injects
-into prompts.
+"""Names shared by the readers and the transforms: event types, the tool taxonomy and the tags
+Copilot injects into prompts.
 
 One tool goes by a different name in each client (the CLI's ``view`` is VS Code's ``read_file``,
 ``edit`` is ``replace_string_in_file`` or ``str_replace_editor``, ``bash`` is ``run_in_terminal``
@@ -11,6 +11,48 @@ from __future__ import annotations
 
 import re
 
+# ------------------------------------------------------------------------------------ event types
+# Event types the star schema models. Anything else is counted as unknown and kept in stg_events.
+USER_MESSAGE = "user.message"
+ASSISTANT_MESSAGE = "assistant.message"
+ASSISTANT_REASONING = "assistant.reasoning"
+TOOL_START = "tool.execution_start"
+TOOL_COMPLETE = "tool.execution_complete"
+TOOL_END = "tool.execution_end"  # the seed note's name for tool.execution_complete
+SESSION_START = "session.start"
+SESSION_RESUME = "session.resume"
+SESSION_SHUTDOWN = "session.shutdown"
+SESSION_ERROR = "session.error"
+COMPACTION_COMPLETE = "session.compaction_complete"
+SYSTEM_MESSAGE = "system.message"
+ASSISTANT_USAGE = "assistant.usage"
+USAGE_CHECKPOINT = "session.usage_checkpoint"
+MODEL_CHANGE = "session.model_change"
+AUTO_RESOLVED = "session.auto_mode_resolved"
+TURN_START = "assistant.turn_start"
+SESSION_INFO = "session.info"
+SUBAGENT_STARTED = "subagent.started"
+FILE_EDITED = "vscode.file_edited"  # synthesized by the VS Code reader: one entry of a request's editedFileEvents
+TOOL_COMPLETIONS = (TOOL_COMPLETE, TOOL_END)
+
+KNOWN_TYPES = frozenset({
+    USER_MESSAGE, ASSISTANT_MESSAGE, ASSISTANT_REASONING, TOOL_START, TOOL_COMPLETE, TOOL_END,
+    SESSION_START, SESSION_RESUME, SESSION_SHUTDOWN, SESSION_ERROR, COMPACTION_COMPLETE,
+    "session.info", "session.warning", "session.model_change", "session.mode_changed", "session.plan_changed",
+    "session.task_complete", "session.workspace_file_changed", "session.context_changed",
+    "session.compaction_start", "session.truncation", "session.usage_checkpoint", "session.handoff",
+    "session.auto_mode_resolved", "session.context_cleared", "session.title_changed",
+    "assistant.turn_start", "assistant.turn_end", "system.message", "system.notification", "abort",
+    "tool.user_requested", "skill.invoked", "hook.start", "hook.end", "subagent.started",
+    "subagent.completed", "subagent.failed", "subagent.selected", "subagent.deselected",
+    "permission.requested", "permission.completed", "external_tool.requested", "external_tool.completed",
+    FILE_EDITED,
+})
+# Event types whose `content` is reasoning text: never stored.
+REASONING_TYPES = frozenset({ASSISTANT_REASONING, "assistant.reasoning_delta"})
+
+
+# ------------------------------------------------------------------------------------ tools
 # Tools that touch one file, by what they do to it (fct_file_touches.action).
 VIEW_TOOLS = frozenset({"view", "read", "read_file", "view_file", "open_file", "readfile", "copilot_readfile",
                         "get_file", "read_notebook_cell_output"})

@@ -9,14 +9,16 @@ from pathlib import Path
 
 import duckdb
 
-from .schema import ALL_TABLES, FORMAT_VERSION, MODELS, arrow_schema, to_arrow  # noqa: F401  (re-exported)
+from .schema import ALL_TABLES, FORMAT_VERSION, MODELS, Table, arrow_schema, to_arrow  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
 
-# DuckDB may otherwise take 80% of RAM and hold a whole ingest's rows in memory; past this it spills
-# to a temporary folder next to the warehouse. Override with COPILOT_WAREHOUSE_MEMORY (e.g. "4GB").
-MEMORY_LIMIT = os.environ.get("COPILOT_WAREHOUSE_MEMORY", "1GB")
+def memory_limit() -> str:
+    """DuckDB's memory limit: ``$COPILOT_WAREHOUSE_MEMORY`` (e.g. ``4GB``), else 1 GB. DuckDB may
+    otherwise take 80% of RAM and hold a whole ingest's rows in memory; past this it spills to a
+    temporary folder next to the warehouse."""
+    return os.environ.get("COPILOT_WAREHOUSE_MEMORY", "1GB")
 
 
 class WarehouseError(Exception):
@@ -33,7 +35,7 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     elif not path.exists():
         raise WarehouseError(f"no warehouse at {path}: run `python -m pipeline ingest` first")
     try:
-        con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": MEMORY_LIMIT})
+        con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": memory_limit()})
         # every timestamp is TIMESTAMPTZ: shown, cast to a date and truncated in UTC whatever the machine's zone
         con.execute("set TimeZone = 'UTC'")
         return con
@@ -129,7 +131,7 @@ def set_format_version(con: duckdb.DuckDBPyConnection, version: int = FORMAT_VER
     con.execute("insert into _meta values ('format_version', ?)", [str(version)])
 
 
-def comment(con, t) -> None:
+def comment(con: duckdb.DuckDBPyConnection, t: Table) -> None:
     con.execute(f'comment on table "{t.name}" is ' + _lit(f"{t.description} Grain: {t.grain}."))
     for c in t.columns:
         if c.description:

@@ -1,4 +1,5 @@
-"""A small hand-made warehouse (star tables only) for testing the SQL models row by row."""
+"""A small hand-made warehouse (the tables the star build writes) for testing the SQL models row by row;
+dim_projects and dim_files are models too, built from these."""
 
 from datetime import datetime as dt
 
@@ -9,21 +10,19 @@ from pipeline.warehouse import ensure_schema
 T = dt.fromisoformat
 
 ROWS = {
-    "dim_projects": [
-        ("p1", "compiler", None, "/r/compiler", 2, None, None),
-        ("p2", "docs", None, "/r/docs", 1, None, None),
-    ],
     "dim_sessions": [
-        # session_id, project_id, title, client, started_at, ended_at, duration, turns, calls, failed, models
-        ("s1", "p1", "Parser rewrite", "cli", T("2026-01-05 10:00"), T("2026-01-05 10:30"), 1800.0, 2, 3, 1, ["m1"]),
-        ("s2", "p1", "Fix lexer", "cli", T("2026-01-20 09:00"), T("2026-01-20 09:10"), 600.0, 1, 1, 0, ["m1"]),
-        ("s3", "p2", "Docs site", "vscode", T("2026-02-02 12:00"), T("2026-02-02 12:05"), 300.0, 1, 0, 0, ["m2"]),
+        # session_id, project_id, root, title, client, started_at, ended_at, duration, turns, calls, failed, models
+        ("s1", "p1", "/r/compiler", "Parser rewrite", "cli", T("2026-01-05 10:00"), T("2026-01-05 10:30"), 1800.0, 2,
+         3, 1, ["m1"]),
+        ("s2", "p1", "/r/compiler", "Fix lexer", "cli", T("2026-01-20 09:00"), T("2026-01-20 09:10"), 600.0, 1, 1, 0,
+         ["m1"]),
+        ("s3", "p2", "/r/docs", "Docs site", "vscode", T("2026-02-02 12:00"), T("2026-02-02 12:05"), 300.0, 1, 0, 0,
+         ["m2"]),
     ],
-    "dim_files": [
-        ("f1", "p1", "src/parser.py", "py", True, 2),
-        ("f2", "p1", "src/lexer.py", "py", True, 2),
-        ("f3", "p2", "docs/index.md", "md", True, 1),
-        ("f4", "p1", "/etc/hosts", None, False, 1),
+    "int_session_files": [
+        ("s1", "f1", "p1", "src/parser.py", True), ("s1", "f2", "p1", "src/lexer.py", True),
+        ("s1", "f4", "p1", "/etc/hosts", False), ("s2", "f1", "p1", "src/parser.py", True),
+        ("s2", "f2", "p1", "src/lexer.py", True), ("s3", "f3", "p2", "docs/index.md", True),
     ],
     "fct_file_touches": [
         ("s1", "f1", "edit", 2, T("2026-01-05 10:05"), T("2026-01-05 10:10")),
@@ -65,10 +64,9 @@ ROWS = {
 }
 
 COLUMNS = {
-    "dim_projects": "project_id, name, repository, root_path, n_sessions, first_seen_at, last_seen_at",
-    "dim_sessions": "session_id, project_id, title, client, started_at, ended_at, duration_s, n_turns, "
+    "dim_sessions": "session_id, project_id, root_path, title, client, started_at, ended_at, duration_s, n_turns, "
                     "n_tool_calls, n_failed_tool_calls, models",
-    "dim_files": "file_id, project_id, path, extension, is_in_project, n_sessions",
+    "int_session_files": "session_id, file_id, project_id, path, is_in_project",
     "fct_file_touches": "session_id, file_id, action, n_touches, first_seen_at, last_seen_at",
     "fct_turns": "session_id, turn_index, user_message, assistant_response, started_at, ended_at",
     "fct_tool_calls": "session_id, tool_call_id, turn_index, tool_name, tool_family, started_at, duration_ms, "

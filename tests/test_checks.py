@@ -12,7 +12,7 @@ from .conftest import rows
 def test_checks_pass_on_the_sample_and_catch_broken_rows(sample_home, tmp_path):
     wh = tmp_path / "w.duckdb"
     summary = ingest(wh, [sample_home])
-    assert summary.n_checks_run == len(checks.all_checks()) == 31 + 5  # 31 declared keys, 5 in sql/checks
+    assert summary.n_checks_run == len(checks.all_checks()) == 34 + 5  # 34 declared keys, 5 in sql/checks
     con = duckdb.connect(str(wh))
     try:
         assert checks.run_checks(con) == []
@@ -38,8 +38,6 @@ def test_a_failing_check_fails_the_run_and_leaves_the_warehouse(sample_home, tmp
     (strict / "no_sessions_after_2026_09_10.sql").write_text(
         "select session_id, started_at from dim_sessions where started_at > timestamp '2026-09-10'")
     monkeypatch.setattr(checks, "CHECKS_DIR", strict)
-    monkeypatch.setattr(checks.all_checks, "__defaults__", (strict,))
-    monkeypatch.setattr(checks.run_checks, "__defaults__", (strict,))
     log = next(sample_home.glob("session-state/*/events.jsonl"))
     with open(log, "a") as fh:
         fh.write('{"type":"user.message","data":{"content":"more"},"id":"x1","timestamp":"2026-09-30T00:00:00Z"}\n')

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pipeline.cli import main
+from pipeline.extract import discover
 from pipeline.extract.parallel import read_batch
-from pipeline.ingest import discover
 
 from .conftest import REPO, rows
 

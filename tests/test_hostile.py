@@ -214,7 +214,7 @@ def test_ctrl_c_during_the_run_is_one_line_and_keeps_the_warehouse(sample_home, 
 
     def interrupt(*args, **kw):
         raise KeyboardInterrupt
-    monkeypatch.setattr(ingest_module, "_rebuild", interrupt)
+    monkeypatch.setattr(ingest_module.star, "rebuild", interrupt)
     assert main(["ingest", "--copilot-home", str(sample_home), "--warehouse", str(wh)]) == 130
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["interrupted: nothing was written; the warehouse is as it was"]

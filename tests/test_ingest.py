@@ -9,11 +9,11 @@ import duckdb
 
 from pipeline.cli import main
 from pipeline.ingest import ingest
-from pipeline.schema import MODELS, STAR
+from pipeline.schema import MARTS, MODELS, STAR
 
 from .conftest import REPO, rows, snapshot
 
-STAR_TABLES = [t.name for t in STAR]
+STAR_TABLES = [t.name for t in STAR + MARTS]
 
 
 def test_cli_ingest_of_the_sample_corpus(sample_home, tmp_path, capsys):
@@ -211,12 +211,12 @@ def test_reading_on_several_cores_loads_exactly_what_one_core_loads(sample_home,
 
 def test_star_rows_built_from_the_trimmed_staging_pull_equal_those_from_all_of_it(sample_home, tmp_path,
                                                                                     monkeypatch):
-    from pipeline import ingest as ingest_module
+    from pipeline.load import star
 
     trimmed, whole = tmp_path / "trimmed.duckdb", tmp_path / "whole.duckdb"
     users = [REPO / "data" / "sample" / "vscode-user"]
     ingest(trimmed, [sample_home], users)
-    monkeypatch.setattr(ingest_module, "_STAGING_PROJECTION", {})
+    monkeypatch.setattr(star, "_staging_projection", lambda: {"stg_events": "*"})
     ingest(whole, [sample_home], users)
     assert snapshot(trimmed, STAR_TABLES) == snapshot(whole, STAR_TABLES)
 
@@ -224,12 +224,12 @@ def test_star_rows_built_from_the_trimmed_staging_pull_equal_those_from_all_of_i
 def test_star_rows_are_the_same_whether_built_in_one_batch_or_many(sample_home, tmp_path, monkeypatch):
     """Batches of sessions are pulled, built on a second thread and stored in turn: many batches
     in flight give the rows one batch gives."""
-    from pipeline import ingest as ingest_module
+    from pipeline.load import star
 
     one, many = tmp_path / "one.duckdb", tmp_path / "many.duckdb"
     users = [REPO / "data" / "sample" / "vscode-user"]
     s1 = ingest(one, [sample_home], users)
-    monkeypatch.setattr(ingest_module, "SESSION_BATCH", 2)
+    monkeypatch.setattr(star, "SESSION_BATCH", 2)
     s2 = ingest(many, [sample_home], users)
     assert s1.n_sessions_changed == s2.n_sessions_changed > 6  # several batches of two
     assert snapshot(one, STAR_TABLES) == snapshot(many, STAR_TABLES)
@@ -286,20 +286,20 @@ def test_an_older_warehouse_gets_the_declared_tables_and_columns_it_lacks(sample
 def test_rows_spooled_through_parquet_parts_equal_rows_inserted_directly(sample_home, tmp_path, monkeypatch):
     """A large run writes its rows to Parquet parts and loads them with one INSERT per table; a run
     with less than a part's worth inserts them from memory. Both give the same warehouse."""
-    from pipeline import ingest as ingest_module
+    from pipeline.load.spool import Spool
 
     users = [REPO / "data" / "sample" / "vscode-user"]
     direct, parts = tmp_path / "direct.duckdb", tmp_path / "parts.duckdb"
     ingest(direct, [sample_home], users)
     loaded_parts = []
-    real_load = ingest_module.Spool.load
+    real_load = Spool.load
 
     def load(self):
         loaded_parts.append(sum(self.parts.values()))
         real_load(self)
 
-    monkeypatch.setattr(ingest_module.Spool, "PART_BYTES", 1)  # every add writes a part
-    monkeypatch.setattr(ingest_module.Spool, "load", load)
+    monkeypatch.setattr(Spool, "PART_BYTES", 1)  # every add writes a part
+    monkeypatch.setattr(Spool, "load", load)
     ingest(parts, [sample_home], users)
     assert sum(loaded_parts) > 10  # the Parquet path was taken
     tables = STAR_TABLES + ["stg_events", "stg_tool_requests", "stg_session_meta", "_rejects"]

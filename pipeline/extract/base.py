@@ -9,14 +9,15 @@ import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import orjson
 
 from ..redact import Redactor
-
-# Append-only logs: a grown one is read from where the last run stopped.
-APPEND_KINDS = frozenset({"events", "legacy_jsonl", "transcript"})
+from ..schema import INT32, INT64
+from ..sources import KINDS
+from .jsonl import DEEP_NOTE, TOO_DEEP, loads_cut  # the event logs' lenient parser: NaN, surrogates, ...
 
 # Never stored anywhere (CONTRACT.md): dropped wherever they appear in an event's data.
 FORBIDDEN_KEYS = frozenset({"reasoningText", "reasoningOpaque", "encryptedContent", "transformedContent"})
@@ -62,7 +63,8 @@ class ReadResult:
     def add(self, table: str, row: dict) -> None:
         self.rows.setdefault(table, []).append(row)
 
-    def reject(self, source_path: str, reason: str, *, line=None, offset=None, excerpt: str = "") -> None:
+    def reject(self, source_path: str, reason: str, *, line: int | None = None, offset: int | None = None,
+               excerpt: str = "") -> None:
         if line is not None:
             position = f"line {line} @ byte {offset}"
         elif offset is not None:
@@ -78,11 +80,6 @@ class ReadResult:
 # Text longer than this many characters is cut to it, with its full length and sha256 appended and a
 # _rejects row saying so (a 200 MB prompt would otherwise make every search model run out of memory).
 MAX_TEXT_CHARS = 4 * 1024 * 1024
-INT32 = (-(2**31), 2**31 - 1)
-INT64 = (-(2**63), 2**63 - 1)
-# a token count or a nano-AIU cost outside this is no real figure (10^15 nano-AIU is $10,000 for one
-# request): NULL, so that no sum of them can overflow a column
-COUNT = (0, 10**15)
 EXCERPT_CHARS = 200
 
 
@@ -118,7 +115,7 @@ class Problems(list):
         return "; ".join(self)
 
 
-def bigint(v, what: str, problems: Problems | None, bounds: tuple[int, int] = INT64) -> int | None:
+def bigint(v: object, what: str, problems: Problems | None, bounds: tuple[int, int] = INT64) -> int | None:
     """An integer column's value: ints, integral floats and numeric strings within ``bounds``;
     anything else NULL (with a note when it was a number that does not fit)."""
     if v is None or isinstance(v, bool):
@@ -143,7 +140,7 @@ def bigint(v, what: str, problems: Problems | None, bounds: tuple[int, int] = IN
     return v
 
 
-def integer(v, what: str, problems: Problems | None) -> int | None:
+def integer(v: object, what: str, problems: Problems | None) -> int | None:
     return bigint(v, what, problems, INT32)
 
 
@@ -157,7 +154,7 @@ def cap_text(text: str, limit: int, what: str, problems: Problems | None) -> str
     return text[:limit] + f"\n[... cut: {len(text):,} characters in all, sha256 {digest}]"
 
 
-def cap_texts(value, limit: int, problems: Problems | None):
+def cap_texts(value: object, limit: int, problems: Problems | None):
     """Every string in a parsed record longer than ``limit`` cut (see ``cap_text``); in place."""
     if isinstance(value, str):
         return cap_text(value, limit, "a text", problems)
@@ -178,6 +175,10 @@ READERS: dict[str, Reader] = {}
 
 
 def reader(kind: str):
+    """Register ``fn`` as the reader of a source kind declared in ``pipeline/sources.py``."""
+    if kind not in KINDS:
+        raise ValueError(f"reader for {kind!r}: no such source kind in pipeline/sources.py")
+
     def register(fn: Reader) -> Reader:
         READERS[kind] = fn
         return fn
@@ -252,12 +253,12 @@ def stat_fingerprint(path: str) -> tuple[str, int]:
     return f"{st.st_size}:{st.st_mtime_ns}", st.st_size
 
 
-def keep(value):
+def keep(value: object):
     """The redactor for text a line screen has cleared."""
     return value
 
 
-def scrub(value, redact: Redactor):
+def scrub(value: object, redact: Redactor):
     """Drop forbidden keys at any depth and redact every string, keys included."""
     if isinstance(value, dict):
         return {redact(k): scrub(v, redact) for k, v in value.items() if k not in FORBIDDEN_KEYS}
@@ -268,7 +269,7 @@ def scrub(value, redact: Redactor):
     return value
 
 
-def to_json(value) -> str | None:
+def to_json(value: object) -> str | None:
     if value is None:
         return None
     try:
@@ -281,7 +282,7 @@ MAX_JSON_DEPTH = 200
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _jsonable(value, depth: int = 0):
+def _jsonable(value: object, depth: int = 0):
     """``value`` as orjson can write it: integers beyond 64 bits as text, non-finite floats as null,
     lone surrogates as U+FFFD, non-text keys as text, nesting past ``MAX_JSON_DEPTH`` as a marker."""
     if depth > MAX_JSON_DEPTH:
@@ -303,7 +304,7 @@ def _jsonable(value, depth: int = 0):
     return str(value)
 
 
-def as_text(value, depth: int = 0) -> str | None:
+def as_text(value: object, depth: int = 0) -> str | None:
     """Text from a value that may be a string, a list of parts or a nested object."""
     if value is None:
         return None
@@ -335,14 +336,13 @@ def read_bytes(path: str, start: int = 0, limit: int = -1) -> bytes:
 _EPOCH_MS = (0, 253402300799999)
 
 
-def epoch_ms_iso(v, what: str, problems: Problems | None) -> str | None:
+def epoch_ms_iso(v: object, what: str, problems: Problems | None) -> str | None:
     """An epoch-milliseconds value as ISO-8601 UTC text; a number no date can be is NULL (noted)."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if not (math.isfinite(v) and _EPOCH_MS[0] <= v <= _EPOCH_MS[1]):
             if problems is not None:
                 problems.note(f"{what} = {v} is no time (set to NULL)")
             return None
-        from datetime import datetime, timezone
         return datetime.fromtimestamp(v / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     return v if isinstance(v, str) else None
 
@@ -350,8 +350,6 @@ def epoch_ms_iso(v, what: str, problems: Problems | None) -> str | None:
 def load_json_file(source: Source, res: ReadResult, ctx: Context, problems: Problems | None = None):
     """A whole-file JSON object, or None with a file-level reject (BOM and NUL tail tolerated); its
     texts longer than the cap are cut (noted in ``problems``)."""
-    from .jsonl import DEEP_NOTE, TOO_DEEP, loads_cut  # the event logs' lenient parser: NaN, surrogates, ...
-
     raw = read_bytes(source.path)
     doc, was_cut = loads_cut(raw.lstrip(b"\xef\xbb\xbf").rstrip(b"\x00 \r\n\t"))
     if was_cut and doc is not TOO_DEEP and problems is not None:

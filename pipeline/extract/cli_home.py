@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 CHECKPOINT_SECTIONS = ("overview", "history", "work_done", "technical_details", "important_files", "next_steps")
 
 
-def default_copilot_homes(env=os.environ) -> list[Path]:
+def default_copilot_homes(env: Mapping[str, str] = os.environ) -> list[Path]:
     """``$COPILOT_HOME``, ``$XDG_STATE_HOME/.copilot`` and ``~/.copilot``, those that exist."""
     cands = []
     if env.get("COPILOT_HOME"):
@@ -160,7 +161,7 @@ def _salvage_yaml(text: str) -> dict:
     return out
 
 
-def _s(v) -> str | None:
+def _s(v: object) -> str | None:
     if v is None:
         return None
     if isinstance(v, (dict, list)):
@@ -290,7 +291,8 @@ def _camel(k: str) -> str:
     return head + "".join(w.title() for w in rest)
 
 
-def _checkpoint_row(source, ctx, kind, n, title, sections, created, path):
+def _checkpoint_row(source: Source, ctx: Context, kind: str, n: int | None, title: str | None, sections: dict,
+                    created: str | None, path: str) -> dict:
     row = {"session_id": source.session_id, "source_kind": kind, "checkpoint_number": n,
            "title": title, "created_at": created, "_source_path": path, "_run_id": ctx.run_id}
     for k in CHECKPOINT_SECTIONS:

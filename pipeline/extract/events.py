@@ -7,13 +7,24 @@ import hashlib
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 
 from ..redact import LINE_SCREEN, screen, screen_lines
+from ..schema import COUNT
+from ..vocabulary import (
+    ASSISTANT_MESSAGE,
+    REASONING_TYPES,
+    SESSION_ERROR,
+    SESSION_START,
+    TOOL_COMPLETE,
+    TOOL_COMPLETIONS,
+    TOOL_START,
+    USER_MESSAGE,
+)
 from .base import (
-    COUNT,
     FORBIDDEN_SCREEN,
     Context,
     Prior,
@@ -34,40 +45,11 @@ from .jsonl import ReadState, Record, iter_jsonl
 
 log = logging.getLogger(__name__)
 
-# Event types the star schema models. Anything else is counted as unknown and kept in stg_events.
-USER_MESSAGE = "user.message"
-ASSISTANT_MESSAGE = "assistant.message"
-ASSISTANT_REASONING = "assistant.reasoning"
-TOOL_START = "tool.execution_start"
-TOOL_COMPLETE = "tool.execution_complete"
-TOOL_END = "tool.execution_end"  # the seed note's name for tool.execution_complete
-SESSION_START = "session.start"
-SESSION_RESUME = "session.resume"
-SESSION_SHUTDOWN = "session.shutdown"
-SESSION_ERROR = "session.error"
-COMPACTION_COMPLETE = "session.compaction_complete"
-TOOL_COMPLETIONS = (TOOL_COMPLETE, TOOL_END)
-
-KNOWN_TYPES = frozenset({
-    USER_MESSAGE, ASSISTANT_MESSAGE, ASSISTANT_REASONING, TOOL_START, TOOL_COMPLETE, TOOL_END,
-    SESSION_START, SESSION_RESUME, SESSION_SHUTDOWN, SESSION_ERROR, COMPACTION_COMPLETE,
-    "session.info", "session.warning", "session.model_change", "session.mode_changed", "session.plan_changed",
-    "session.task_complete", "session.workspace_file_changed", "session.context_changed",
-    "session.compaction_start", "session.truncation", "session.usage_checkpoint", "session.handoff",
-    "session.auto_mode_resolved", "session.context_cleared", "session.title_changed",
-    "assistant.turn_start", "assistant.turn_end", "system.message", "system.notification", "abort",
-    "tool.user_requested", "skill.invoked", "hook.start", "hook.end", "subagent.started",
-    "subagent.completed", "subagent.failed", "subagent.selected", "subagent.deselected",
-    "permission.requested", "permission.completed", "external_tool.requested", "external_tool.completed",
-    "vscode.file_edited",
-})
 
 # Fields lifted into their own columns; what remains of `data` goes to `extra`.
 _LIFTED = {"content", "model", "interactionId", "turnId", "toolCallId", "toolName", "name", "arguments",
            "success", "error", "result", "parentToolCallId", "mcpServerName", "outputTokens", "requestId",
            "toolRequests", "apiCallId"}
-# Event types whose `content` is reasoning text: never stored.
-_REASONING_TYPES = frozenset({ASSISTANT_REASONING, "assistant.reasoning_delta"})
 _SCREEN_BOTH = f"{LINE_SCREEN}|{FORBIDDEN_SCREEN}"
 
 
@@ -94,7 +76,7 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
         data = {"value": data} if data is not None else {}
 
     content = None
-    if etype not in _REASONING_TYPES:
+    if etype not in REASONING_TYPES:
         content = as_text(data.get("content"))
     result = data.get("result")
     result_content = None
@@ -114,7 +96,7 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
     out_tokens = data.get("outputTokens")
 
     extra = {k: v for k, v in data.items() if k not in _LIFTED}
-    if etype in _REASONING_TYPES:  # reasoning text, whatever the field: only its id is kept
+    if etype in REASONING_TYPES:  # reasoning text, whatever the field: only its id is kept
         extra = {k: v for k, v in extra.items() if k == "reasoningId"}
     if isinstance(result, dict):
         # detailedContent usually repeats content word for word: kept only when it says more
@@ -180,7 +162,7 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
     return row, requests
 
 
-def _str(v) -> str | None:
+def _str(v: object) -> str | None:
     if v is None:
         return None
     if isinstance(v, str):
@@ -188,7 +170,7 @@ def _str(v) -> str | None:
     return to_json(v) if isinstance(v, (dict, list)) else str(v)
 
 
-def _args_json(args, redact, clean) -> str | None:
+def _args_json(args: object, redact: Callable, clean: Callable) -> str | None:
     """Tool arguments as JSON text. VS Code transcripts give them as a JSON string already."""
     if args is None:
         return None
@@ -331,7 +313,7 @@ def read_history_json(source: Source, ctx: Context, prior: Prior | None) -> Read
 def _history_events(doc: dict):
     """Translate the legacy timeline (or OpenAI-style chatMessages) into CLI events, as (where in
     the file, event) pairs; entries of the wrong shape are passed on for the caller to reject."""
-    def d(v) -> dict:
+    def d(v: object) -> dict:
         return v if isinstance(v, dict) else {}
 
     start = doc.get("startTime")

@@ -119,7 +119,7 @@ def _loads(raw: bytes):
         return None
 
 
-def _without_surrogates(value):
+def _without_surrogates(value: object):
     """``value`` with every lone surrogate (``"\\ud800"``, which no UTF-8 text can hold) as U+FFFD."""
     stack = [value]
     while stack:

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from ..processes import stop_pool, worker_init
 from ..redact import Redactor, stored_path
-from ..schema import TABLES, to_arrow
-from .base import APPEND_KINDS, INT32, INT64, READERS, Context, Prior, ReadResult, Source, max_text_chars
+from ..schema import INT32, INT64, TABLES, to_arrow
+from ..sources import APPEND_KINDS
+from .base import READERS, Context, Prior, ReadResult, Source, max_text_chars
 from .events import tail_digest
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class Batch:
         # Arrow tables cross the process boundary as IPC streams: 4x cheaper than pickling them
         return {"reads": self.reads, "tables": {name: _to_ipc(t) for name, t in self.tables.items()}}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict):
         import pyarrow as pa
 
         self.reads = state["reads"]

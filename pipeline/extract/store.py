@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..schema import TABLES
-from .base import COUNT, INT64, Context, Prior, Problems, ReadResult, Source, bigint, cap_text, integer, reader
+from ..schema import COUNT, INT64, TABLES
+from .base import Context, Prior, Problems, ReadResult, Source, bigint, cap_text, integer, reader
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def _columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in con.execute(f'pragma table_info("{table}")')}
 
 
-def _select(con, table: str, wanted: list[str], aliases: dict[str, tuple[str, ...]] | None = None):
+def _select(con: sqlite3.Connection, table: str, wanted: list[str], aliases: dict[str, tuple[str, ...]] | None = None):
     """Rows of ``table`` as dicts with every wanted key; columns the table lacks read as None."""
     have = _columns(con, table)
     if not have:
@@ -77,7 +77,7 @@ def _select(con, table: str, wanted: list[str], aliases: dict[str, tuple[str, ..
     return [dict(zip(wanted, row, strict=True)) for row in cur]
 
 
-def _txt(v):
+def _txt(v: object):
     if v is None:
         return None
     if isinstance(v, bytes):
@@ -147,7 +147,7 @@ _COPIES = [
 _CONSTANTS = {"stg_session_meta": {"source_kind": "store"}, "stg_checkpoints": {"source_kind": "store"}}
 
 
-def _read_tables(con, source: Source, ctx: Context, res: ReadResult) -> None:
+def _read_tables(con: sqlite3.Connection, source: Source, ctx: Context, res: ReadResult) -> None:
     """Every row of the tables the store has, converted to its staging columns one by one: a value
     out of range for its column is NULL (noted), a row that cannot be converted a reject of its own.
     (Every text is redacted as the rows are stored: see parallel._redact_rows.)"""
@@ -217,7 +217,7 @@ def _row(row: dict, mapping: dict[str, str], types: dict[str, str], problems: Pr
     return out
 
 
-def _float(v, what: str, problems: Problems):
+def _float(v: object, what: str, problems: Problems):
     if v is None or isinstance(v, bool):
         return None
     try:

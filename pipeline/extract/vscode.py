@@ -13,11 +13,13 @@ import logging
 import os
 import re
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import orjson
 
+from ..vocabulary import ASSISTANT_MESSAGE, ASSISTANT_USAGE, FILE_EDITED, SESSION_START, TOOL_COMPLETE, USER_MESSAGE
 from .base import (
     Context,
     Finder,
@@ -34,27 +36,19 @@ from .base import (
     reader,
     to_json,
 )
-from .events import (
-    ASSISTANT_MESSAGE,
-    SESSION_START,
-    TOOL_COMPLETE,
-    USER_MESSAGE,
-    event_rows,
-    read_event_log,
-)
-from .jsonl import Record, iter_jsonl
+from .events import event_rows, read_event_log
+from .jsonl import Record, _loads, iter_jsonl
 from .store import read_snapshot
 
 log = logging.getLogger(__name__)
 
-FILE_EDITED = "vscode.file_edited"  # a synthesized event: one entry of a request's editedFileEvents
 PRODUCTS = ("Code", "Code - Insiders", "VSCodium", "Code - OSS")
 _VSCODE_CALL_SUFFIX = re.compile(r"__vscode-\d+$")
 _FILE_URI = re.compile(r"\((file:///[^)\s]+)\)")
 
 
 # ------------------------------------------------------------------------------------ discovery
-def default_vscode_users(env=os.environ, home: Path | None = None) -> list[Path]:
+def default_vscode_users(env: Mapping[str, str] = os.environ, home: Path | None = None) -> list[Path]:
     """Every VS Code ``User`` folder on this machine: Linux, macOS, Windows, portable, remote servers."""
     home = home or Path.home()
     cands = []
@@ -221,7 +215,7 @@ def replay_mutation_log(data: bytes, path: str, res: ReadResult, ctx: Context) -
     return state
 
 
-def _apply(state, keys: list, kind: int, value, index) -> None:
+def _apply(state: object, keys: list, kind: int, value: object, index: object) -> None:
     if not isinstance(keys, list):
         raise ValueError(f"its path is {type(keys).__name__}, not a list")
     parent = state
@@ -249,19 +243,19 @@ def _apply(state, keys: list, kind: int, value, index) -> None:
             parent.pop(last, None)
 
 
-def _iso(ms, what: str = "a time", problems: Problems | None = None) -> str | None:
+def _iso(ms: object, what: str = "a time", problems: Problems | None = None) -> str | None:
     return epoch_ms_iso(ms, what, problems)
 
 
-def _d(v) -> dict:
+def _d(v: object) -> dict:
     return v if isinstance(v, dict) else {}
 
 
-def _l(v) -> list:
+def _l(v: object) -> list:
     return v if isinstance(v, list) else []
 
 
-def _markdown_of(response) -> str:
+def _markdown_of(response: object) -> str:
     """The visible answer: MarkdownString parts (no ``kind``), markdownContent parts, inline references."""
     if isinstance(response, str):
         return response
@@ -314,7 +308,7 @@ def _tool_calls(request: dict) -> list[dict]:
     return out
 
 
-def _extension_version(requests) -> str | None:
+def _extension_version(requests: list) -> str | None:
     """The Copilot Chat extension version that answered the session's first request that names one."""
     for req in requests or []:
         agent = req.get("agent") if isinstance(req, dict) else None
@@ -343,7 +337,7 @@ def chat_events(doc: dict, session_id: str, workspace: str | None, problems: Pro
         yield f"request {n + 1}", req, lambda req=req, n=n: _request_events(req, n, problems)
 
 
-def _request_events(req, n: int, problems: Problems | None) -> list[dict]:
+def _request_events(req: dict, n: int, problems: Problems | None) -> list[dict]:
     if not isinstance(req, dict):
         raise ValueError(f"it is {type(req).__name__}, not an object")
     ts = req.get("timestamp")
@@ -367,7 +361,7 @@ def _request_events(req, n: int, problems: Problems | None) -> list[dict]:
                             "outputTokens": tokens.get("outputTokens"), "requestId": rid,
                             "vote": req.get("vote"), "isCanceled": req.get("isCanceled")}})
     if tokens.get("inputTokens") is not None:  # newer versions record the request's tokens
-        events.append({"type": "assistant.usage", "id": f"{rid}:usage", "timestamp": _iso(done),
+        events.append({"type": ASSISTANT_USAGE, "id": f"{rid}:usage", "timestamp": _iso(done),
                        "data": {"model": model, "apiCallId": rid, **tokens}})
     for c in calls:
         events.append({"type": TOOL_COMPLETE, "id": f"{rid}:{c['toolCallId']}", "timestamp": None,
@@ -492,8 +486,6 @@ def read_state_db(source: Source, ctx: Context, prior: Prior | None) -> ReadResu
         return res
     row = found[0]
     raw = row[0] if isinstance(row[0], (bytes, str)) else str(row[0])
-    from .jsonl import _loads
-
     index = _loads(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
     if not isinstance(index, dict):
         res.reject(source.path, "chat index is not a JSON object", excerpt=ctx.excerpt(raw))

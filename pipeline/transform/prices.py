@@ -78,7 +78,7 @@ def rates(model: str | None, day: date | None = None) -> Rates | None:
             continue
         price = info.get_prices(when)
 
-        def base(v):
+        def base(v: object):
             return v.base if isinstance(v, TieredPrices) else v
 
         inp, out = base(getattr(price, "input_mtok", None)), base(getattr(price, "output_mtok", None))

@@ -9,30 +9,32 @@ from __future__ import annotations
 import orjson
 import polars as pl
 
-from ..extract.events import (
+from ..schema import DECIMAL, TABLES
+from ..sources import PRECEDENCE, VSCODE_ROW_KINDS
+from ..vocabulary import (
     ASSISTANT_MESSAGE,
     COMPACTION_COMPLETE,
+    CREATE_TOOLS,
+    EDIT_TOOLS,
+    EDITOR_COMMANDS,
+    FILE_EDITED,
     KNOWN_TYPES,
     SESSION_RESUME,
     SESSION_SHUTDOWN,
     SESSION_START,
+    SYSTEM_MESSAGE,
     TOOL_COMPLETIONS,
     TOOL_START,
     USER_MESSAGE,
+    VIEW_TOOLS,
+    clean_prompt,
+    tool_family,
 )
-from ..schema import DECIMAL, TABLES
-from ..vocabulary import CREATE_TOOLS, EDIT_TOOLS, EDITOR_COMMANDS, VIEW_TOOLS, clean_prompt, tool_family
 from . import usage as usage_model
 from .paths import project_root, relativize, short_hash
 
-# Which event log wins when one session has several (they would double count otherwise).
-EVENT_SOURCE_RANK = {"events": 0, "legacy_jsonl": 1, "history_json": 2, "chat_session": 3, "transcript": 4}
-VSCODE_SOURCES = ["vscode_metadata", "vscode_chat", "vscode_transcript", "vscode_index", "chat_session", "transcript"]
-FILE_EDITED = "vscode.file_edited"
-CHECKPOINT_SOURCE_RANK = {"folder_md": 0, "folder_json": 1, "store": 2}
 TITLE_MAX = 120
 
-SYSTEM_MESSAGE = "system.message"
 PATH_KEYS = ("path", "file_path", "filePath", "filename", "target_file", "file", "uri")
 _PATCH_FILE = r"\*\*\* (?:Update|Add|Delete) File: ([^\n\\]+)"
 
@@ -76,7 +78,7 @@ def choose_event_source(events: pl.DataFrame) -> pl.DataFrame:
     if events.is_empty():
         return events
     counts = (events.group_by("session_id", "source_kind", "_source_path").len()
-              .with_columns(pl.col("source_kind").replace_strict(EVENT_SOURCE_RANK, default=9).alias("_rank"))
+              .with_columns(pl.col("source_kind").replace_strict(PRECEDENCE, default=9).alias("_rank"))
               .sort(["session_id", "_rank", "len", "_source_path"], descending=[False, False, True, True])
               .unique("session_id", keep="first").select("_source_path"))
     return events.join(counts, on="_source_path", how="semi")
@@ -299,8 +301,18 @@ def project_ids(places_frame: pl.DataFrame, root_repos: dict[str, str]) -> pl.Da
         "session_id", "project_id", "project_root")
 
 
+def _present_sessions(stg: dict[str, pl.DataFrame], present: pl.DataFrame) -> pl.Series:
+    """Sessions with a source file still on disk: a file of their own, or a file holding their
+    metadata, store turns or events (``present``: source_path, session_id of every present source)."""
+    paths = present["source_path"]
+    own = present.filter(pl.col("session_id").is_not_null()).select("session_id")
+    held = [stg[t].filter(pl.col("_source_path").is_in(paths.implode())).select("session_id")
+            for t in ("stg_session_meta", "stg_store_turns", "stg_events")]
+    return pl.concat([own, *held])["session_id"].drop_nulls().unique()
+
+
 def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame, calls: pl.DataFrame,
-             usage: pl.DataFrame, root_repos: dict[str, str]) -> pl.DataFrame:
+             usage: pl.DataFrame, root_repos: dict[str, str], present: pl.DataFrame) -> pl.DataFrame:
     meta = stg["stg_session_meta"]
     ids = pl.concat([f.select("session_id") for f in stg.values() if "session_id" in f.columns]).unique()
     ids = ids.filter(pl.col("session_id").is_not_null())
@@ -345,7 +357,7 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame
     prompt_title = pl.when(prompt_title.str.len_chars() > TITLE_MAX).then(
         prompt_title.str.slice(0, TITLE_MAX - 1) + "…").otherwise(prompt_title)
     is_vscode = (pl.col("vscode_metadata_title").is_not_null()
-                 | (pl.col("sources").list.set_intersection(VSCODE_SOURCES).list.len() > 0)
+                 | (pl.col("sources").list.set_intersection(list(VSCODE_ROW_KINDS)).list.len() > 0)
                  | (pl.col("store_host_type") == "vscode") | pl.col("producer").str.starts_with("vscode"))
     df = df.with_columns(
         pl.coalesce("vscode_metadata_title", "vscode_chat_title", "workspace_yaml_title", "workspace_yaml_summary",
@@ -362,7 +374,7 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame
         pl.concat_list(pl.col("ev_models").fill_null([]), pl.col("u_models").fill_null([]))
         .list.unique().list.sort().alias("models"),
         pl.col("sources").fill_null([]),
-        pl.lit(False).alias("is_gone"),
+        ~pl.col("session_id").is_in(_present_sessions(stg, present).implode()).alias("is_gone"),
     ).with_columns(
         ((pl.col("ended_at") - pl.col("started_at")).dt.total_milliseconds() / 1000).alias("duration_s"),
     )
@@ -375,7 +387,7 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame
     ).with_columns(pl.col("project_root").alias("root_path"))
 
 
-def _project_key(git_root, cwd, repository, root_repos: dict[str, str]) -> dict:
+def _project_key(git_root: str | None, cwd: str | None, repository: str | None, root_repos: dict[str, str]) -> dict:
     """A session's project: its repository, when it or another session run in the same folder knows it
     (every clone and worktree of a repository is one project), else its root folder (git root, else
     working directory), else the one no-project bucket. ``project_root`` is the session's own root,
@@ -433,11 +445,14 @@ def file_touches(calls: pl.DataFrame, store_files: pl.DataFrame, sess: pl.DataFr
     touches = pl.concat([ev_touch, st_touch]).group_by("session_id", "file_id", "action").agg(
         pl.len().cast(pl.Int32).alias("n_touches"), pl.col("at").min().alias("first_seen_at"),
         pl.col("at").max().alias("last_seen_at")).sort("session_id", "file_id", "action")
-    files = both.select("file_id", "project_id", "path", "is_in_project").unique("file_id", keep="first")
+    files = (both.filter(pl.col("file_id").is_not_null())
+             .select("session_id", "file_id", "project_id", "path", "is_in_project")
+             .unique(["session_id", "file_id"], keep="first", maintain_order=True)
+             .sort("session_id", "file_id"))
     return call_files, touches, files
 
 
-def _file_key(raw_path, root, cwd, project_id):
+def _file_key(raw_path: str, root: str, cwd: str | None, project_id: str):
     rel, inside = relativize(raw_path, root, cwd)
     if rel is None:
         return {"path": None, "is_in_project": None, "file_id": None}
@@ -447,7 +462,7 @@ def _file_key(raw_path, root, cwd, project_id):
 # ------------------------------------------------------------------------------------------ the rest
 def checkpoints(stg_cp: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
     cp = (stg_cp.filter(pl.col("session_id").is_not_null() & pl.col("checkpoint_number").is_not_null())
-          .with_columns(pl.col("source_kind").replace_strict(CHECKPOINT_SOURCE_RANK, default=9).alias("_r"))
+          .with_columns(pl.col("source_kind").replace_strict(PRECEDENCE, default=9).alias("_r"))
           .sort("session_id", "checkpoint_number", "_r")
           .unique(["session_id", "checkpoint_number"], keep="first", maintain_order=True))
     compactions = ev.filter(pl.col("event_type") == COMPACTION_COMPLETE).select(
@@ -497,9 +512,11 @@ def memories(docs: pl.DataFrame) -> pl.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------ entry
-def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None = None) -> dict[str, pl.DataFrame]:
+def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None = None,
+               present: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
     """All star frames for the sessions present in ``stg`` (a dict of staging frames); ``root_repos``
-    names the repository of the folders where sessions of the whole warehouse ran (``root_repositories``)."""
+    names the repository of the folders where sessions of the whole warehouse ran (``root_repositories``);
+    ``present`` lists the source files still on disk (source_path, session_id; None: all of them)."""
     ev = prepare_events(stg["stg_events"].filter(pl.col("session_id").is_not_null()))
     t_ev = turns_from_events(ev)
     turns = pl.concat([t_ev, turns_from_store(stg["stg_store_turns"], t_ev)], how="diagonal_relaxed")
@@ -510,7 +527,10 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
         pl.col("n_tool_calls").fill_null(0)).sort("session_id", "turn_index")
     versions = dict(_start_context(ev).select("session_id", "copilot_version").iter_rows())
     requests, legs, use = usage_model.build_usage(ev, stg["stg_store_usage"], turns, versions)
-    sess = sessions(stg, ev, turns, calls, use, root_repos or {})
+    if present is None:  # every source of the batch is on disk
+        present = pl.concat([f.select(pl.col("_source_path").alias("source_path"), "session_id")
+                             for f in stg.values() if "_source_path" in f.columns and "session_id" in f.columns])
+    sess = sessions(stg, ev, turns, calls, use, root_repos or {}, present)
     call_files, touches, files = file_touches(calls, stg["stg_store_files"], sess, ev)
     calls = calls.join(call_files, on=["session_id", "tool_call_id"], how="left")
     return {
@@ -524,6 +544,5 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
         "fct_usage_legs": conform(legs, "fct_usage_legs"),
         "fct_usage": conform(use, "fct_usage"),
         "fct_memories": conform(memories(stg["stg_documents"]), "fct_memories"),
-        # partial dimension, merged into dim_files by the loader (dim_projects is derived from dim_sessions)
-        "_files": files.filter(pl.col("file_id").is_not_null()),
+        "int_session_files": conform(files, "int_session_files"),
     }

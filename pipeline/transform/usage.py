@@ -30,23 +30,23 @@ from decimal import Decimal
 import orjson
 import polars as pl
 
-from ..extract.base import COUNT
-from ..extract.events import (
+from ..schema import COUNT
+from ..vocabulary import (
     ASSISTANT_MESSAGE,
+    ASSISTANT_USAGE,
+    AUTO_RESOLVED,
+    MODEL_CHANGE,
     SESSION_RESUME,
     SESSION_SHUTDOWN,
     SESSION_START,
+    SUBAGENT_STARTED,
+    TURN_START,
+    USAGE_CHECKPOINT,
 )
 from . import prices
 
 log = logging.getLogger(__name__)
 
-ASSISTANT_USAGE = "assistant.usage"
-USAGE_CHECKPOINT = "session.usage_checkpoint"
-MODEL_CHANGE = "session.model_change"
-AUTO_RESOLVED = "session.auto_mode_resolved"
-SUBAGENT_STARTED = "subagent.started"
-TURN_START = "assistant.turn_start"
 LEG_STARTS = (SESSION_START, SESSION_RESUME)
 UNKNOWN_MODEL = "(unknown)"
 # event types whose `extra` the usage transform reads (see star.EVENT_TEXT_USED)
@@ -73,7 +73,7 @@ LEG_SCHEMA = {"session_id": pl.String, "leg_index": pl.Int32, "model": pl.String
               "cost_source": pl.String, "price_ref": pl.String, "is_auto": pl.Boolean}
 
 
-def _json_num(expr: pl.Expr, path: str, dtype=pl.Int64) -> pl.Expr:
+def _json_num(expr: pl.Expr, path: str, dtype: pl.DataType = pl.Int64) -> pl.Expr:
     """A number inside a JSON text, NULL when it is none or outside the plausible range (COUNT)."""
     s = expr.str.json_path_match(path)
     v = s.cast(pl.Float64, strict=False)
@@ -221,7 +221,7 @@ class _Part:
     used_at: object = None
 
 
-def _add(a, b):
+def _add(a: object, b: object):
     if b is None:
         return a
     return b if a is None else a + b
@@ -235,7 +235,7 @@ def _parse(extra: str | None) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
-def _num(v):
+def _num(v: object):
     """A figure of a shutdown or checkpoint: a finite number within the plausible range, else None."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
@@ -424,7 +424,7 @@ def _session_legs(sid: str, legs: list[dict], s: dict, has_tokens: bool, version
     return out
 
 
-def _last(cks: list[dict], key: str, default):
+def _last(cks: list[dict], key: str, default: object):
     return next((ck[key] for ck in reversed(cks) if ck[key] is not None), default)
 
 
@@ -469,7 +469,7 @@ def _request_parts(parts: dict[str, _Part], reqs: list[dict]) -> None:
             parts[model].tokens[k] = None
 
 
-def _later(a, b):
+def _later(a: object, b: object):
     if b is None:
         return a
     return b if a is None or b > a else a

@@ -1,5 +1,11 @@
 -- report_usage_weekly: one row per week x project x model with model use (UTC; ISO weeks, Monday first),
 -- the legs of int_usage_legs summed by the usage_rollup macro (sql/macros/usage_rollup.sql)
+with
+
+rollup as (
+    select * from usage_rollup('week')
+)
+
 select
     project_id,
     model,
@@ -17,4 +23,4 @@ select
     n_legs_unknown_cost,
     n_legs_estimated_cost,
     period_start as week
-from usage_rollup('week')
+from rollup

@@ -5,14 +5,28 @@
 -- project's latest touch, so the score of an old project does not decay to nothing.
 -- A prompt (or a checkpoint's important_files) mentions a file when one of its words is the file's
 -- path, its file name, or its stem (file name without extension) of 6+ characters.
-with files as (
+with
+
+project_files as (
+    select * from dim_files
+),
+
+file_touches as (
+    select * from fct_file_touches
+),
+
+mention_words as (
+    select * from int_mention_words
+),
+
+files as (
     select
         file_id,
         project_id,
         path,
         lower(regexp_extract(path, '[^/]+$')) as file_name,
         lower(regexp_replace(regexp_extract(path, '[^/]+$'), '\.[^.]*$', '')) as stem
-    from dim_files
+    from project_files
     where is_in_project
 ),
 
@@ -25,7 +39,7 @@ touches as (
         touches.first_seen_at,
         touches.last_seen_at,
         files.project_id
-    from fct_file_touches as touches
+    from file_touches as touches
     inner join files on touches.file_id = files.file_id
 ),
 
@@ -81,7 +95,7 @@ words as (
         session_id,
         ref,
         word
-    from int_mention_words
+    from mention_words
 ),
 
 -- a word names a file by its path, its file name, or (in prompts) its stem of 6+ characters

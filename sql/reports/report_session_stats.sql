@@ -1,9 +1,31 @@
 -- report_session_stats: one row per session
-with calls as (
+with
+
+sessions as (
+    select * from dim_sessions
+),
+
+tool_calls as (
+    select * from fct_tool_calls
+),
+
+file_touches as (
+    select * from fct_file_touches
+),
+
+session_checkpoints as (
+    select * from fct_checkpoints
+),
+
+session_usage as (
+    select * from fct_usage
+),
+
+calls as (
     select
         session_id,
         count(*) filter (where is_success is not null) as n_completed
-    from fct_tool_calls
+    from tool_calls
     group by session_id
 ),
 
@@ -12,7 +34,7 @@ files as (
         session_id,
         count(distinct file_id)::integer as n_files,
         (count(distinct file_id) filter (where action in ('edit', 'create')))::integer as n_files_changed
-    from fct_file_touches
+    from file_touches
     group by session_id
 ),
 
@@ -20,7 +42,7 @@ checkpoints as (
     select
         session_id,
         count(*)::integer as n_checkpoints
-    from fct_checkpoints
+    from session_checkpoints
     group by session_id
 ),
 
@@ -38,7 +60,7 @@ usage as (
             when bool_or(cost_source = 'estimated') then 'estimated'
             else 'logged'
         end as cost_source
-    from fct_usage
+    from session_usage
     group by session_id
 ),
 
@@ -64,7 +86,7 @@ stats as (
         coalesce(files.n_files, 0) as n_files,
         coalesce(files.n_files_changed, 0) as n_files_changed,
         coalesce(checkpoints.n_checkpoints, 0) as n_checkpoints
-    from dim_sessions as sessions
+    from sessions
     left join calls on sessions.session_id = calls.session_id
     left join files on sessions.session_id = files.session_id
     left join checkpoints on sessions.session_id = checkpoints.session_id

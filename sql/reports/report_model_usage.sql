@@ -1,6 +1,12 @@
 -- report_model_usage: one row per month x model (UTC month the usage happened in, see
 -- int_usage_legs); sums of what the legs know, with the count of legs whose input or cost is unknown
-with monthly as (
+with
+
+usage_legs as (
+    select * from int_usage_legs
+),
+
+monthly as (
     select
         model,
         (date_trunc('month', day))::date as month,
@@ -13,7 +19,7 @@ with monthly as (
         sum(cost_usd) as cost_usd,
         (count(*) filter (where input_tokens is null and requests > 0))::integer as n_legs_unknown_input,
         (count(*) filter (where cost_source = 'unknown'))::integer as n_legs_unknown_cost
-    from int_usage_legs
+    from usage_legs
     group by (date_trunc('month', day))::date, model
 )
 

@@ -1,12 +1,22 @@
--- int_search_docs: one row per searchable text (prompt, answer, checkpoint, memory) of the sessions
--- in _model_scope (all of them on a full build, the changed ones on an incremental ingest), plus the
--- memories that belong to no session
-with sessions as (
-    select
-        session_id,
-        project_id,
-        title
-    from dim_sessions
+-- int_search_docs: one row per searchable text (prompt, answer, checkpoint, memory), with its
+-- length in tokens (BM25's document length)
+-- incremental: session_id
+with
+
+sessions as (
+    select * from dim_sessions
+),
+
+turns as (
+    select * from fct_turns
+),
+
+session_checkpoints as (
+    select * from fct_checkpoints
+),
+
+session_memories as (
+    select * from fct_memories
 ),
 
 prompts as (
@@ -17,7 +27,7 @@ prompts as (
         turns.turn_index::varchar as ref,
         turns.user_message as text,
         turns.started_at as written_at
-    from fct_turns as turns
+    from turns
     where coalesce(trim(turns.user_message), '') != ''
 ),
 
@@ -29,7 +39,7 @@ answers as (
         turns.turn_index::varchar as ref,
         turns.assistant_response as text,
         coalesce(turns.ended_at, turns.started_at) as written_at
-    from fct_turns as turns
+    from turns
     where coalesce(trim(turns.assistant_response), '') != ''
 ),
 
@@ -44,7 +54,7 @@ checkpoints as (
             cp.important_files, cp.next_steps
         ) as text,
         cp.created_at as written_at
-    from fct_checkpoints as cp
+    from session_checkpoints as cp
 ),
 
 memories as (
@@ -55,7 +65,7 @@ memories as (
         mem.path as ref,
         mem.content as text,
         null::timestamp as written_at
-    from fct_memories as mem
+    from session_memories as mem
     where coalesce(trim(mem.content), '') != ''
 ),
 
@@ -78,14 +88,11 @@ docs_with_sessions as (
         all_docs.ref,
         all_docs.text,
         all_docs.written_at,
-        -- the token count, set from int_search_terms (sql/after/int_search_terms.sql)
-        0 as n_terms,
+        len(tokenize(all_docs.text)) as n_terms,
         case when all_docs.kind = 'memory' then all_docs.ref else sessions.title end as title
     from all_docs
     left join sessions on all_docs.session_id = sessions.session_id
-    where
-        all_docs.session_id is null
-        or all_docs.session_id in (select _model_scope.session_id from _model_scope)
+    where all_docs.session_id is null or sessions.session_id is not null
 )
 
 select * from docs_with_sessions

@@ -1,5 +1,15 @@
 -- report_tool_usage: one row per project x tool
-with calls as (
+with
+
+tool_calls as (
+    select * from fct_tool_calls
+),
+
+sessions as (
+    select * from dim_sessions
+),
+
+calls as (
     select
         sessions.project_id,
         calls.session_id,
@@ -7,8 +17,8 @@ with calls as (
         calls.tool_family,
         calls.is_success,
         calls.duration_ms
-    from fct_tool_calls as calls
-    inner join dim_sessions as sessions on calls.session_id = sessions.session_id
+    from tool_calls as calls
+    inner join sessions on calls.session_id = sessions.session_id
     where calls.tool_name is not null
 ),
 

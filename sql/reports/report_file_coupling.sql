@@ -1,13 +1,23 @@
 -- report_file_coupling: one row per pair of files edited or created in the same sessions
 -- (temporal coupling as in code-maat): degree = 100 * shared / average(n_sessions_a, n_sessions_b)
-with changes as (
+with
+
+file_touches as (
+    select * from fct_file_touches
+),
+
+files as (
+    select * from dim_files
+),
+
+changes as (
     select distinct
         touches.session_id,
         touches.file_id,
         files.project_id,
         files.path
-    from fct_file_touches as touches
-    inner join dim_files as files on touches.file_id = files.file_id
+    from file_touches as touches
+    inner join files on touches.file_id = files.file_id
     where touches.action in ('edit', 'create') and files.is_in_project
 ),
 

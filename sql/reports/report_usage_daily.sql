@@ -1,5 +1,11 @@
--- report_usage_monthly: one row per month x project x model with model use (UTC),
+-- report_usage_daily: one row per day x project x model with model use (UTC),
 -- the legs of int_usage_legs summed by the usage_rollup macro (sql/macros/usage_rollup.sql)
+with
+
+rollup as (
+    select * from usage_rollup('day')
+)
+
 select
     project_id,
     model,
@@ -16,5 +22,5 @@ select
     n_legs_unknown_input,
     n_legs_unknown_cost,
     n_legs_estimated_cost,
-    period_start as month
-from usage_rollup('month')
+    period_start as day
+from rollup

@@ -1,15 +1,21 @@
 -- int_topic_idf: one row per topic term; the inverse document frequency over all sessions,
 -- idf = ln(1 + N / df), shared by report_topics and report_topic_trends
-with corpus as (
+with
+
+topic_terms as (
+    select * from int_topic_terms
+),
+
+corpus as (
     select count(distinct session_id) as n_sessions
-    from int_topic_terms
+    from topic_terms
 ),
 
 document_frequency as (
     select
         term,
         count(distinct session_id) as df
-    from int_topic_terms
+    from topic_terms
     group by term
 ),
 

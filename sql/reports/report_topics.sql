@@ -1,7 +1,17 @@
 -- report_topics: one row per project x topic term (top 100 per project).
 -- weight = sum of source weights in the project * ln(1 + N / df), where N is the number of
 -- sessions with any term and df the number of sessions (all projects) using the term.
-with per_project as (
+with
+
+topic_terms as (
+    select * from int_topic_terms
+),
+
+topic_idf as (
+    select * from int_topic_idf
+),
+
+per_project as (
     select
         project_id,
         term,
@@ -9,7 +19,7 @@ with per_project as (
         count(distinct session_id)::integer as n_sessions,
         min(session_started_at) as first_seen_at,
         max(session_started_at) as last_seen_at
-    from int_topic_terms
+    from topic_terms
     group by project_id, term
 ),
 
@@ -20,9 +30,9 @@ weighted as (
         per_project.n_sessions,
         per_project.first_seen_at,
         per_project.last_seen_at,
-        round(per_project.tf * int_topic_idf.idf, 4) as weight
+        round(per_project.tf * topic_idf.idf, 4) as weight
     from per_project
-    inner join int_topic_idf on per_project.term = int_topic_idf.term
+    inner join topic_idf on per_project.term = topic_idf.term
 ),
 
 ranked as (

@@ -1,9 +1,23 @@
 -- report_activity_daily: one row per UTC day with any activity
-with session_days as (
+with
+
+sessions as (
+    select * from dim_sessions
+),
+
+turns as (
+    select * from fct_turns
+),
+
+tool_calls as (
+    select * from fct_tool_calls
+),
+
+session_days as (
     select
         timezone('UTC', started_at)::date as day,
         count(*)::integer as n_sessions
-    from dim_sessions
+    from sessions
     where started_at is not null
     group by timezone('UTC', started_at)::date
 ),
@@ -12,7 +26,7 @@ turn_days as (
     select
         timezone('UTC', started_at)::date as day,
         count(*)::integer as n_turns
-    from fct_turns
+    from turns
     where started_at is not null
     group by timezone('UTC', started_at)::date
 ),
@@ -22,7 +36,7 @@ call_days as (
         timezone('UTC', started_at)::date as day,
         count(*)::integer as n_tool_calls,
         (count(*) filter (where not is_success))::integer as n_failed_tool_calls
-    from fct_tool_calls
+    from tool_calls
     where started_at is not null
     group by timezone('UTC', started_at)::date
 ),

@@ -1,21 +1,30 @@
 -- int_topic_terms: one row per session x text source x term; code-aware words and adjacent-word
 -- bigrams from prompts, titles and checkpoints, stopwords, numbers and 1-2 letter words removed.
 -- Source weights: titles 2 (a session title or checkpoint title names the topic), the rest 1.
--- Built for the sessions in _model_scope (all of them on a full build, the changed ones otherwise).
-with sessions as (
-    select
-        session_id,
-        project_id,
-        title,
-        started_at
-    from dim_sessions
+-- incremental: session_id
+with
+
+sessions as (
+    select * from dim_sessions
+),
+
+turns as (
+    select * from fct_turns
+),
+
+session_checkpoints as (
+    select * from fct_checkpoints
+),
+
+stopwords as (
+    select * from int_stopwords
 ),
 
 first_prompts as (
     select
         session_id,
         regexp_replace(user_message, '\s+', ' ', 'g') as prompt
-    from fct_turns
+    from turns
     where turn_index = 0
 ),
 
@@ -25,7 +34,7 @@ texts as (
         'prompt' as source,
         'p' || turn_index as text_id,
         user_message as text
-    from fct_turns
+    from turns
     union all
     -- a title that is only the first prompt cut short would count that prompt twice
     select
@@ -42,14 +51,14 @@ texts as (
         'checkpoint_title' as source,
         'ct' || checkpoint_number as text_id,
         title as text
-    from fct_checkpoints
+    from session_checkpoints
     union all
     select
         session_id,
         'checkpoint_overview' as source,
         'co' || checkpoint_number as text_id,
         overview as text
-    from fct_checkpoints
+    from session_checkpoints
 ),
 
 token_lists as (
@@ -59,9 +68,7 @@ token_lists as (
         text_id,
         tokenize(text) as tokens
     from texts
-    where
-        text is not null
-        and session_id in (select _model_scope.session_id from _model_scope)
+    where text is not null
 ),
 
 positioned as (
@@ -77,7 +84,7 @@ positioned as (
 words as (
     select positioned.*
     from positioned
-    anti join int_stopwords on positioned.term = int_stopwords.term
+    anti join stopwords on positioned.term = stopwords.term
     where length(positioned.term) >= 3 and not regexp_full_match(positioned.term, '[0-9]+')
 ),
 

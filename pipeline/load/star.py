@@ -1,0 +1,120 @@
+"""Rebuilding the star rows of the sessions that changed: pull their staging rows out of DuckDB,
+build the star with ``transform.star.build_star`` (pure polars), store the rows back.
+
+Every table the star build writes (``schema.STAR``: dim_sessions, the fct_ tables, int_session_files)
+is keyed by session: a session's rows are deleted and written anew. dim_projects and dim_files are
+SQL models built from these (``sql/marts/``).
+
+The transform (polars) is imported when a star is built, not with this module: a run in which
+nothing changed never loads polars.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from ..schema import STAGING, STAR
+from .spool import Spool, insert
+
+if TYPE_CHECKING:
+    import polars as pl
+
+SESSION_BATCH = 1000
+SESSION_TABLES = [t.name for t in STAR]
+# the large staging tables need no order (the star sorts events by position); the small ones are
+# pulled sorted (`order by all`), so which of two rows of one kind wins does not depend on load order
+_ORDER = {"stg_events": "", "stg_tool_requests": ""}
+
+
+def _staging_projection() -> dict[str, str]:
+    """What the star build selects from each staging table: the text columns of events only for
+    the event types whose text the star reads (see ``transform.star.EVENT_TEXT_USED``)."""
+    from ..transform.star import EVENT_TEXT_SQL, EVENT_TEXT_USED  # polars, loaded only when a star is built
+
+    def column(col: str, types: tuple[str, ...]) -> str:
+        cut = "".join(f" when event_type = '{t}' then {sql}" for t, sql in EVENT_TEXT_SQL.get(col, {}).items())
+        return f"case when event_type in ({', '.join(repr(t) for t in types)}) then {col}{cut} end as {col}"
+
+    return {"stg_events": "* replace (" + ", ".join(column(c, ts) for c, ts in EVENT_TEXT_USED.items()) + ")"}
+
+
+def root_repositories(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], set[str]]:
+    """The repository of each folder sessions ran in, from every session's staged metadata and
+    session.start, and the sessions whose project that changes (a newly read session named the
+    repository of a folder that older sessions share: they move into its project)."""
+    import polars as pl
+
+    from ..transform.star import choose_event_source, places, project_ids
+    from ..transform.star import root_repositories as repositories_of
+
+    projection = _staging_projection()["stg_events"]
+    # the system prompt names the folder only for old logs whose session.start has no context: only
+    # theirs is read (a ~56 KB text per session otherwise)
+    ev = con.sql(f"""
+        select {projection} from stg_events
+        where event_type = 'session.start'
+           or (event_type = 'system.message' and session_id not in (
+                select session_id from stg_events
+                where event_type = 'session.start' and json_extract_string(extra, '$.context.cwd') is not null))
+    """).pl()
+    where = places(con.sql("select * from stg_session_meta order by all").pl(),
+                   choose_event_source(ev).sort("session_id", "event_index"))
+    root_repos = repositories_of(where)
+    expected = project_ids(where, root_repos)
+    stored = con.sql("select session_id, project_id as stored_id from dim_sessions").pl()
+    moved = expected.join(stored, on="session_id").filter(pl.col("project_id").ne_missing(pl.col("stored_id")))
+    return root_repos, set(moved["session_id"].to_list())
+
+
+def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path,
+            root_repos: dict[str, str] | None = None) -> None:
+    """Replace the star rows of the affected sessions, built batch by batch.
+
+    A batch's star rows are built on a second thread while the next batch is pulled out of DuckDB
+    and the one before is stored (polars and DuckDB release the GIL): the phase keeps both cores
+    busy instead of one, with at most two batches of staging rows in memory.
+    """
+    if not affected:
+        return
+    from ..transform.star import build_star
+
+    spool = Spool(con, spool_dir)
+    projection = _staging_projection()
+    present = con.sql("select source_path, session_id from _source_files where is_present").pl()
+    batches = [affected[i:i + SESSION_BATCH] for i in range(0, len(affected), SESSION_BATCH)]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="star") as builder:
+        building = None
+        for batch in batches:
+            stg = {t.name: con.sql(f'select {projection.get(t.name, "*")} from "{t.name}" '
+                                   f"where session_id in (select unnest(?)){_ORDER.get(t.name, ' order by all')}",
+                                   params=[batch]).pl() for t in STAGING}
+            built = building.result() if building is not None else None
+            building = builder.submit(build_star, stg, root_repos, present)
+            del stg
+            if built is not None:
+                _store(spool, built)
+        if building is not None:
+            _store(spool, building.result())
+    for table in SESSION_TABLES:
+        con.execute(f'delete from "{table}" where session_id in (select unnest(?))', [affected])
+    spool.load()
+    _rebuild_memories_of_no_session(con)
+
+
+def _store(spool: Spool, star: dict[str, pl.DataFrame]) -> None:
+    for table in SESSION_TABLES:
+        spool.add(table, star[table].to_arrow())
+
+
+def _rebuild_memories_of_no_session(con: duckdb.DuckDBPyConnection) -> None:
+    """Memories that belong to no session (repo and user memories) are in no session batch."""
+    from ..transform.star import memories
+
+    docs = con.sql("select * from stg_documents where session_id is null").pl()
+    con.execute("delete from fct_memories where session_id is null")
+    if not docs.is_empty():
+        insert(con, "fct_memories", memories(docs))

@@ -1,0 +1,221 @@
+"""What the warehouse remembers of each source, and staging the rows read from it.
+
+``_source_files`` holds each source's fingerprint (and, for append-only logs, where to resume);
+``_rejects`` what could not be read in it; the ``stg_*`` tables the rows read from it. A source is
+*planned* for reading when its fingerprint changed; *applying* a read replaces what an earlier run
+staged from it (or appends, for a grown log) and records its new fingerprint - only for a read that
+worked, so a source that could not be read is tried again next run. A source gone from disk keeps
+its rows and is marked not present.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import duckdb
+
+from ..extract import READERS, fingerprint
+from ..extract.base import Prior, Source
+from ..extract.parallel import Read
+from ..redact import Redactor, stored_path
+from ..runs import RunSummary
+from ..schema import STAGING
+from .spool import Spool, insert
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Known:
+    """A source as the last run that read it left it."""
+
+    prior: Prior
+    is_present: bool
+    session_id: str | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A source to read in this run: its fingerprint now, its size, and what is known of it."""
+
+    source: Source
+    fingerprint: str
+    size: int
+    known: Known | None
+
+    @property
+    def prior(self) -> Prior | None:
+        return self.known.prior if self.known else None
+
+
+def _under(path: str) -> tuple[str, str]:
+    """Parameters matching ``path`` itself and everything under it (a folder source's files)."""
+    return path, path.rstrip("/") + "/"
+
+
+class SourceState:
+    """The run's view of ``_source_files``, ``_rejects`` and the staging tables."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, spool: Spool, summary: RunSummary, redact: bool):
+        self.con, self.spool, self.summary, self.redact = con, spool, summary, redact
+        self.known = self._known()
+        self.seen: set[str] = set()
+
+    def key(self, path: str | None) -> str | None:
+        """A path or id as stored: redacted, valid UTF-8."""
+        return path if path is None else stored_path(path, self.redact)
+
+    def _known(self) -> dict[str, Known]:
+        rows = self.con.execute("select source_path, fingerprint, size, last_good_offset, n_records, good_line, "
+                                "tail_digest, is_present, session_id from _source_files").fetchall()
+        return {path: Known(Prior(fp or "", size or 0, good or 0, n or 0, line or 1, tail), bool(present), sid)
+                for path, fp, size, good, n, line, tail, present, sid in rows}
+
+    # ------------------------------------------------------------------------------ rejects
+    def _reject(self, path: str, position: str, reason: str) -> None:
+        log.warning("%s: %s", path, reason)
+        self.summary.n_rejects += self.spool.add("_rejects", [{
+            "source_path": path, "position": position, "line_number": None, "byte_offset": None,
+            "reason": reason, "excerpt": "", "_run_id": self.summary.run_id}])
+
+    def delete_rejects(self, path: str) -> None:
+        self.con.execute("delete from _rejects where source_path = ? or starts_with(source_path, ?)", _under(path))
+
+    def record_problems(self, roots: list[str], problems: list[tuple[str, str]]) -> None:
+        """What discovery could not list or examine, as _rejects rows (position `folder`); the
+        previous run's such rows under the roots read now are replaced."""
+        for root in roots:
+            self.con.execute("delete from _rejects where position = 'folder' and (source_path = ? or "
+                             "starts_with(source_path, ?))", _under(self.key(root)))
+        for path, reason in problems:
+            self._reject(self.key(path), "folder", reason)
+
+    # ------------------------------------------------------------------------------ staged rows
+    def staged_sessions(self, path: str, session_id: str | None = None) -> set[str]:
+        """Sessions with staged rows from ``path``: its own session for per-session files, else looked up."""
+        if session_id:
+            return {session_id}
+        out: set[str] = set()
+        for t in STAGING:
+            rows = self.con.execute(f'select distinct session_id from "{t.name}" where _source_path = ? '
+                                    "or starts_with(_source_path, ?)", _under(path)).fetchall()
+            out.update(r[0] for r in rows if r[0])
+        return out
+
+    def all_staged_sessions(self) -> set[str]:
+        out: set[str] = set()
+        for t in STAGING:
+            out.update(r[0] for r in self.con.execute(f'select distinct session_id from "{t.name}" '
+                                                      "where session_id is not null").fetchall())
+        return out
+
+    def _delete_staged(self, path: str) -> None:
+        for t in STAGING:
+            self.con.execute(f'delete from "{t.name}" where _source_path = ? or starts_with(_source_path, ?)',
+                             _under(path))
+        self.delete_rejects(path)
+
+    # ------------------------------------------------------------------------------ planning
+    def plan(self, src: Source) -> tuple[Plan | None, set[str]]:
+        """Whether ``src`` needs reading (a Plan, or None: unchanged, no reader, or it cannot even be
+        examined) and the sessions to rebuild anyway (those of a source that came back unchanged)."""
+        path = self.key(src.path)
+        self.seen.add(path)
+        try:
+            fp, size = fingerprint(src)
+        except OSError as exc:  # a symlink loop, no permission, gone since discovery: tried again next run
+            self.delete_rejects(path)
+            self._reject(path, "file", f"cannot be examined ({exc.strerror or exc}); not read")
+            return None, set()
+        known = self.known.get(path)
+        if known is not None and known.prior.fingerprint == fp:
+            self.summary.n_files_unchanged += 1
+            if not known.is_present:  # it came back: its rows count as present again
+                self.con.execute("update _source_files set is_present = true where source_path = ?", [path])
+                return None, self.staged_sessions(path, self.key(src.session_id))
+            return None, set()
+        if src.kind not in READERS:
+            self.summary.unknown_kinds[src.kind] = self.summary.unknown_kinds.get(src.kind, 0) + 1
+            log.warning("%s: no reader for %s files yet; not read", path, src.kind)
+            return None, set()
+        return Plan(src, fp, size, known), set()
+
+    def forget_fingerprints(self) -> None:
+        """Every source is read again on this run (an upgrade from an older format)."""
+        self.con.execute("update _source_files set fingerprint = '', last_good_offset = 0, good_line = 1, "
+                         "tail_digest = null")
+
+    # ------------------------------------------------------------------------------ applying a read
+    def apply(self, read: Read, plan: Plan) -> set[str]:
+        """Stage what a reader read from one source, replacing what an earlier run staged from it;
+        returns the sessions whose star rows must be rebuilt."""
+        src, res = read.source, read.result
+        path, sid = self.key(src.path), self.key(src.session_id)
+        before = self.staged_sessions(path, sid) if plan.prior is not None else set()
+        if res is None:
+            # a file that could not be read at all keeps the rows read from it earlier, and its old
+            # fingerprint: the next run tries it again (only a read that worked records a fingerprint)
+            reason = Redactor()(read.error or "could not be read")
+            log.warning("%s: %s", path, reason)
+            self.delete_rejects(path)
+            insert(self.con, "_rejects", [{"source_path": path, "position": "file", "line_number": None,
+                                           "byte_offset": None, "reason": reason, "excerpt": "",
+                                           "_run_id": self.summary.run_id}])
+            self.summary.n_rejects += 1
+            return set()
+        if res.skipped_reason:
+            self.summary.n_files_skipped += 1
+            log.warning("%s: %s", path, res.skipped_reason)
+            return set()
+        unreadable = not read.n_rows and any(r["position"] == "file" for r in res.rejects)
+        if plan.prior is None:
+            self.delete_rejects(path)  # never staged before; a failed earlier read may have left its reason
+        elif unreadable:
+            self.delete_rejects(path)  # keep what an earlier run read from this file
+        elif not res.appended:
+            self._delete_staged(path)
+        for r in res.rejects:
+            r["_run_id"] = self.summary.run_id
+            log.warning("%s %s: %s", r["source_path"], r["position"], r["reason"])
+        self.summary.n_rejects += self.spool.add("_rejects", res.rejects)
+        self.summary.n_pending_tails += int(res.pending_tail)
+        self.summary.n_files_read += 1
+        self._record(plan, read)
+        return before | read.sessions | ({sid} if sid else set())
+
+    def _record(self, plan: Plan, read: Read) -> None:
+        """Remember a source's fingerprint (and, for logs, where to resume) after a read that worked."""
+        src, res = plan.source, read.result
+        if plan.known is not None:
+            self.spool.replace("_source_files", "source_path", self.key(src.path))
+        try:
+            mtime = os.stat(src.path).st_mtime_ns
+        except OSError:
+            mtime = None
+        self.spool.add("_source_files", [{
+            "source_path": self.key(src.path), "kind": src.kind, "session_id": self.key(src.session_id),
+            "size": plan.size, "mtime_ns": mtime, "fingerprint": plan.fingerprint,
+            "last_good_offset": res.last_good_offset, "good_line": res.good_line, "tail_digest": read.tail,
+            "n_records": res.n_records, "is_present": True, "last_run_id": self.summary.run_id}])
+
+    # ------------------------------------------------------------------------------ gone sources
+    def mark_gone(self, roots: list[str]) -> set[str]:
+        """Sources under the roots read now that vanished from disk: rows kept, marked not present;
+        returns their sessions."""
+        roots = [self.key(r) for r in roots]
+        gone: set[str] = set()
+        for path, known in self.known.items():
+            if path in self.seen or not known.is_present or os.path.exists(path):
+                continue
+            if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+                continue
+            self.con.execute("update _source_files set is_present = false where source_path = ?", [path])
+            self.summary.n_files_gone += 1
+            gone |= self.staged_sessions(path, known.session_id)
+        return gone
+
+    def present_sources(self):
+        """(source_path, session_id) of every source on disk, as a polars frame (for dim_sessions.is_gone)."""
+        return self.con.sql("select source_path, session_id from _source_files where is_present").pl()

@@ -1,0 +1,63 @@
+"""One ingest run: its id, what it did (``RunSummary``, printed and kept as ``_runs.summary``), and
+its row in ``_runs``."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import duckdb
+import orjson
+
+
+def new_run_id(now: datetime) -> str:
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    mode: str
+    sources: list[str]
+    n_files_read: int = 0
+    n_files_unchanged: int = 0
+    n_files_skipped: int = 0
+    n_files_gone: int = 0
+    n_records: int = 0
+    n_rejects: int = 0
+    n_pending_tails: int = 0
+    n_redactions: int = 0
+    n_sessions_changed: int = 0
+    n_checks_run: int = 0
+    redactions: dict = field(default_factory=dict)
+    unknown_kinds: dict = field(default_factory=dict)
+    tables: dict = field(default_factory=dict)
+    phases: dict = field(default_factory=dict)  # seconds spent in each phase of the run
+    seconds: float = 0.0
+
+    def phase(self, name: str, since: float) -> float:
+        """Record the seconds since ``since`` as phase ``name``; returns now."""
+        now = time.perf_counter()
+        self.phases[name] = round(self.phases.get(name, 0.0) + now - since, 3)
+        return now
+
+    def line(self) -> str:
+        t = self.tables
+        return (f"ingest {self.mode}: {self.n_files_read} files read, {self.n_files_unchanged} unchanged, "
+                f"{self.n_records} records, {self.n_rejects} rejected, {self.n_redactions} secrets redacted; "
+                f"{t.get('dim_sessions', 0)} sessions, {t.get('fct_turns', 0)} turns, "
+                f"{t.get('fct_tool_calls', 0)} tool calls, {t.get('fct_checkpoints', 0)} checkpoints "
+                f"({self.n_sessions_changed} sessions rebuilt) in {self.seconds:.1f}s")
+
+
+def record_run(con: duckdb.DuckDBPyConnection, summary: RunSummary, started_at: datetime) -> None:
+    """The run's row in ``_runs`` (written inside the run's transaction)."""
+    con.execute("insert into _runs (run_id, started_at, finished_at, mode, sources, n_files_read, "
+                "n_files_unchanged, n_records, n_rejects, n_redactions, n_sessions_changed, summary) "
+                "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+                    summary.run_id, started_at, datetime.now(timezone.utc), summary.mode, summary.sources,
+                    summary.n_files_read, summary.n_files_unchanged, summary.n_records, summary.n_rejects,
+                    summary.n_redactions, summary.n_sessions_changed,
+                    orjson.dumps(summary.__dict__, default=str).decode()])

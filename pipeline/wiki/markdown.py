@@ -1,0 +1,104 @@
+"""Markdown building blocks of the wiki: escaping (every text a person or a model wrote is escaped in
+table cells or fenced, so markdown or HTML inside it cannot break a page), tables, links, number and
+time formats, and safe file names."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from datetime import date, datetime
+
+import yaml
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#!~])")
+
+
+def cell(value: object) -> str:
+    """A value safe inside a table cell: one line, markdown and HTML characters escaped."""
+    if value is None:
+        return ""
+    text = " ".join(str(value).split())
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def code(value: object) -> str:
+    """An inline code span (a path, a run id) safe in a table cell."""
+    if value is None:
+        return ""
+    text = " ".join(str(value).split()).replace("|", "\\|")
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def fenced(text: str | None, info: str = "text") -> str:
+    """Text in a code fence longer than any backtick run inside it: nothing in it is interpreted."""
+    text = (text or "").rstrip("\n")
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def front_matter(meta: dict) -> str:
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def link(text: str, target: str) -> str:
+    return f"[{cell(text)}]({target})"
+
+
+def fmt_ts(ts: datetime | None) -> str:
+    return ts.strftime("%Y-%m-%d %H:%M") if ts else ""
+
+
+def fmt_num(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:,.2f}" if v != int(v) else f"{int(v):,}"
+    return f"{v:,}"
+
+
+def fmt_credits(v: object) -> str:
+    return "" if v is None else f"{v:,.2f}"
+
+
+def fmt_usd(v: object) -> str:
+    return "" if v is None else f"${v:,.2f}"
+
+
+def month_range(months: Iterable[date]) -> list:
+    """Every month from the first to the last given, so quiet months show as zeros."""
+    if not months:
+        return []
+    first, last = min(months), max(months)
+    out, m = [], first
+    while m <= last:
+        out.append(m)
+        m = m.replace(year=m.year + 1, month=1) if m.month == 12 else m.replace(month=m.month + 1)
+    return out
+
+
+def slug(text: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", (text or "").lower()).strip("-")
+    return s[:40] or "project"
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def page_name(session_id: str) -> str:
+    """The file name (without .md) of a session's page: the id itself when it is a plain name (every
+    id Copilot writes is), else a slug of it and a hash, so that no id (``../../x``, markup, a NUL)
+    can name a file outside the wiki or break a link."""
+    if _SAFE_NAME.fullmatch(session_id) and ".." not in session_id:
+        return session_id
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{slug(session_id)[:40]}-{digest}"

@@ -1,0 +1,127 @@
+"""Everything the wiki shows, read from the warehouse once, in a fixed order (so the same warehouse
+gives the same pages). What a BI user would want too lives in a model (``report_open_threads``,
+``report_session_files``, ...); this module only selects, and sums report rows for display."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import duckdb
+
+from .markdown import slug
+
+_USAGE_WEEKS = """
+    select week, sum(requests) as requests, sum(input_tokens) as input_tokens,
+           sum(output_tokens) as output_tokens, sum(cache_read_tokens) as cache_read_tokens,
+           sum(ai_credits) as ai_credits, sum(cost_usd) as cost_usd,
+           sum(n_legs_unknown_input) as n_legs_unknown_input, sum(n_legs_unknown_cost) as n_legs_unknown_cost,
+           sum(n_legs_estimated_cost) as n_legs_estimated_cost
+    from report_usage_weekly {where} group by week order by week"""
+_USAGE_MODELS = """
+    select model, count(distinct session_id) as n_sessions, sum(requests) as requests,
+           sum(input_tokens) as input_tokens, sum(output_tokens) as output_tokens,
+           sum(ai_credits) as ai_credits, sum(cost_usd) as cost_usd,
+           count(*) filter (where input_tokens is null and requests > 0) as n_legs_unknown_input,
+           count(*) filter (where cost_source = 'unknown') as n_legs_unknown_cost,
+           count(*) filter (where cost_source = 'estimated') as n_legs_estimated_cost
+    from int_usage_legs {where} group by model
+    order by sum(ai_credits) desc nulls last, sum(requests) desc, model"""
+
+
+@dataclass
+class Usage:
+    weeks: list[dict]
+    models: list[dict]
+
+
+@dataclass
+class WikiData:
+    projects: list[dict]
+    sessions: list[dict]
+    totals: dict
+    usage: Usage  # of all projects
+    project_usage: dict[str, Usage]
+    files: dict[str, list[dict]]  # by project: report_file_importance
+    coupling: dict[str, list[dict]]
+    topics: dict[str, list[dict]]
+    trends: dict[str, list[dict]]
+    threads: dict[str, list[dict]]  # by project: report_open_threads
+    turns: dict[str, list[dict]]  # by session
+    checkpoints: dict[str, list[dict]]
+    session_files: dict[str, list[dict]]  # by session: report_session_files
+    refs: dict[str, list[dict]]
+    session_usage: dict[str, list[dict]]
+    memories: dict[str, list[dict]]
+    runs: list[dict]
+    rejects: list[dict]  # reasons of the rows now in _rejects, counted
+    weekly: list[dict]  # report_activity_weekly
+    tools: list[dict]  # calls per tool (the 15 most used)
+    project_slug: dict[str, str] = field(default_factory=dict)
+    project_name: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.project_slug = {p["project_id"]: f"{slug(p['name'])}-{p['project_id'][:6]}" for p in self.projects}
+        self.project_name = {p["project_id"]: p["name"] for p in self.projects}
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> list[dict]:
+    rel = con.sql(sql, params=params) if params else con.sql(sql)
+    cols = rel.columns
+    return [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
+
+
+def _by(con: duckdb.DuckDBPyConnection, key: str, sql: str) -> dict[str, list[dict]]:
+    out = defaultdict(list)
+    for r in _rows(con, sql):
+        out[r[key]].append(r)
+    return out
+
+
+def _usage(con: duckdb.DuckDBPyConnection, project_id: str | None = None) -> Usage:
+    """Per week (report_usage_weekly) and per model (int_usage_legs) usage, of one project or of all."""
+    where, params = ("where project_id = ?", [project_id]) if project_id else ("", None)
+    return Usage(_rows(con, _USAGE_WEEKS.format(where=where), params),
+                 _rows(con, _USAGE_MODELS.format(where=where), params))
+
+
+def load(con: duckdb.DuckDBPyConnection) -> WikiData:
+    projects = _rows(con, """
+        select project_id, name, repository, root_path, n_sessions, first_seen_at, last_seen_at
+        from dim_projects order by last_seen_at desc nulls last, name, project_id""")
+    return WikiData(
+        projects=projects,
+        sessions=_rows(con, """
+            select session_id, project_id, title, summary, client, sources, cwd, repository, branch, copilot_version,
+                   started_at, ended_at, duration_s, n_turns, n_tool_calls, n_failed_tool_calls, models, is_gone
+            from dim_sessions order by started_at desc nulls last, session_id"""),
+        totals=_rows(con, """
+            select count(*) as n_sessions, sum(n_turns) as n_turns, sum(n_tool_calls) as n_calls,
+                   sum(n_failed_tool_calls) as n_failed, min(started_at) as first_at, max(ended_at) as last_at
+            from dim_sessions""")[0],
+        usage=_usage(con),
+        project_usage={p["project_id"]: _usage(con, p["project_id"]) for p in projects},
+        files=_by(con, "project_id", "select * from report_file_importance order by project_id, rank"),
+        coupling=_by(con, "project_id", """select * from report_file_coupling
+                                           order by project_id, degree desc, shared_sessions desc, path_a, path_b"""),
+        topics=_by(con, "project_id", "select * from report_topics order by project_id, rank"),
+        trends=_by(con, "project_id", "select * from report_topic_trends order by project_id, month, term"),
+        threads=_by(con, "project_id", "select * from report_open_threads "
+                                       "order by started_at desc nulls last, session_id"),
+        turns=_by(con, "session_id", "select * from fct_turns order by session_id, turn_index"),
+        checkpoints=_by(con, "session_id", "select * from fct_checkpoints order by session_id, checkpoint_number"),
+        session_files=_by(con, "session_id", "select * from report_session_files "
+                                             "order by session_id, first_seen_at, path"),
+        refs=_by(con, "session_id", "select * from fct_refs order by session_id, ref_type, ref_value"),
+        session_usage=_by(con, "session_id", "select * from fct_usage order by session_id, model"),
+        memories=_by(con, "session_id", "select * from fct_memories where session_id is not null "
+                                        "order by session_id, kind, path"),
+        runs=_rows(con, """select run_id, started_at, mode, n_files_read, n_files_unchanged, n_records, n_rejects,
+                                  n_redactions, n_sessions_changed from _runs order by started_at desc, run_id desc"""),
+        rejects=_rows(con, """select regexp_replace(reason, ' \\(.*$', '') as reason, count(*) as n
+                              from _rejects group by 1 order by 2 desc, 1"""),
+        weekly=_rows(con, "select week, n_turns, n_tool_calls, n_failed_tool_calls from report_activity_weekly "
+                          "order by week"),
+        tools=_rows(con, """select tool_name, sum(n_calls) as n, sum(n_failed) as f from report_tool_usage
+                            group by tool_name order by n desc, tool_name limit 15"""),
+    )
