@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 
+from . import extensions
 from .schema import ALL_TABLES, FORMAT_VERSION, MODELS, Table, arrow_schema, to_arrow  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
@@ -35,11 +36,18 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     elif not path.exists():
         raise WarehouseError(f"no warehouse at {path}: run `python -m pipeline ingest` first")
     try:
-        con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": memory_limit()})
+        settings = {"memory_limit": memory_limit(), **extensions.config()}
+        con = duckdb.connect(str(path), read_only=read_only, config=settings)
         # every timestamp is TIMESTAMPTZ: shown, cast to a date and truncated in UTC whatever the machine's zone
         con.execute("set TimeZone = 'UTC'")
         return con
     except (duckdb.IOException, duckdb.Error) as exc:
+        if "version number" in str(exc) and "newer version" in str(exc):
+            raise WarehouseError(
+                f"the warehouse {path} was written by a newer DuckDB than this version uses ({duckdb.__version__}, "
+                "pinned so that the DuckLake extensions load offline): move it aside and run `ingest` to rebuild it "
+                "from your Copilot history (sessions no longer on disk are only in the old file, which DuckDB "
+                ">= 2.0 opens)") from exc
         raise WarehouseError(f"cannot open the warehouse {path}: {str(exc).splitlines()[0]}") from exc
 
 
