@@ -46,7 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
 
     rep = sub.add_parser("report", help="export parquet for BI tools and write the markdown wiki")
-    rep.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    rep.add_argument("--warehouse", default=None, help=f"DuckDB file (default {DEFAULT_WAREHOUSE}; with --lake: "
+                                                       "the local copy of the lake, default in ~/.cache)")
+    _lake_argument(rep)
     rep.add_argument("--out", default="data", type=Path, help="output folder (default data/)")
     rep.add_argument("--quiet", action="store_true")
 
@@ -69,14 +71,46 @@ def _parser() -> argparse.ArgumentParser:
     us.add_argument("--since", type=_date, metavar="YYYY-MM-DD", help="first UTC day to count")
     us.add_argument("--until", type=_date, metavar="YYYY-MM-DD", help="last UTC day to count")
     us.add_argument("--project", metavar="NAME", help="only this project (its name or id)")
-    us.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    us.add_argument("--warehouse", default=None)
+    _lake_argument(us)
     us.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
 
     q = sub.add_parser("query", help="run SQL against the warehouse")
     q.add_argument("sql")
-    q.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    q.add_argument("--warehouse", default=None)
+    _lake_argument(q)
     q.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
+
+    pu = sub.add_parser("push", help="team mode: copy this machine's sessions into a DuckLake shared by several "
+                                     "machines or people")
+    pu.add_argument("--lake", required=True, metavar="CATALOG",
+                    help="the lake's catalog: a PostgreSQL connection string (postgres:dbname=... host=...; the "
+                         "password from PGPASSWORD or ~/.pgpass) or a local .sqlite/.duckdb catalog file")
+    pu.add_argument("--data-path", metavar="PATH", help="where the lake keeps its parquet files (needed by the "
+                                                         "first push; recorded in the catalog)")
+    pu.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    pu.add_argument("--machine", help="this machine's name in the lake (default $COPILOT_WAREHOUSE_MACHINE, "
+                                      "else the host name)")
+    pu.add_argument("--user", help="who pushes (default $COPILOT_WAREHOUSE_USER, else git's user.name, else the "
+                                   "login name)")
+    pu.add_argument("--metrics-only", action="store_true",
+                    help="push no prompt, answer, title, checkpoint, memory or tool text: usage and activity only")
+    pu.add_argument("--quiet", action="store_true")
     return p
+
+
+def _lake_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", metavar="CATALOG", help="team mode: the whole lake instead of this machine's "
+                                                          "warehouse (models built over every push)")
+
+
+def _warehouse(args: argparse.Namespace) -> str | Path:
+    """The warehouse a reading verb reads: this machine's, or the local copy of the lake (refreshed
+    when the lake changed)."""
+    if getattr(args, "lake", None):
+        from .lake import lake_warehouse
+        return lake_warehouse(args.lake, args.warehouse)
+    return args.warehouse or DEFAULT_WAREHOUSE
 
 
 def _date(text: str):
@@ -94,14 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "quiet", False) and not args.verbose:
         logging.getLogger().setLevel(logging.ERROR)
     from .checks import ChecksFailed
+    from .extensions import ExtensionError
     from .ingest import SourceError
+    from .lake import LakeError
     from .models import ModelError
     from .warehouse import WarehouseError
     try:
         verbs = {"ingest": cmd_ingest, "report": cmd_report, "demo": cmd_demo, "query": cmd_query,
-                 "search": cmd_search, "models": cmd_models, "usage": cmd_usage}
+                 "search": cmd_search, "models": cmd_models, "usage": cmd_usage, "push": cmd_push}
         return verbs[args.verb](args)
-    except (SourceError, WarehouseError) as exc:
+    except (SourceError, WarehouseError, LakeError, ExtensionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except ModelError as exc:
@@ -229,13 +265,24 @@ def _report(warehouse: str | Path, out: Path, quiet: bool) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    _report(args.warehouse, Path(args.out), args.quiet)
+    _report(_warehouse(args), Path(args.out), args.quiet)
+    return 0
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from .lake import push
+    summary = push(args.warehouse, args.lake, data_path=args.data_path, machine=args.machine, user=args.user,
+                   metrics_only=args.metrics_only)
+    if not args.quiet:
+        print(summary.line(args.lake))
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     warehouse = out / "warehouse.duckdb"
+    for old in (warehouse, warehouse.with_name(warehouse.name + ".wal")):  # the demo always starts afresh
+        old.unlink(missing_ok=True)  # (and a file an older DuckDB wrote cannot stop it)
     run_ingest(warehouse, [SAMPLE / "copilot-home"], [SAMPLE / "vscode-user"], full=True, quiet=args.quiet)
     _report(warehouse, out, args.quiet)
     if not args.quiet:
@@ -268,14 +315,14 @@ def cmd_usage(args: argparse.Namespace) -> int:
 
     from .usage_report import UsageError, render, usage_table
     from .warehouse import connect
-    con = connect(args.warehouse, read_only=True)
+    con = connect(_warehouse(args), read_only=True)
     try:
         table = usage_table(con, args.by, args.since, args.until, args.project)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except duckdb.CatalogException:
-        print(f"error: {args.warehouse} has no usage tables yet: run `python -m pipeline ingest`, which upgrades "
+        print(f"error: {_warehouse(args)} has no usage tables yet: run `python -m pipeline ingest`, which upgrades "
               "a warehouse an older version wrote", file=sys.stderr)
         return 2
     finally:
@@ -303,7 +350,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     from .warehouse import connect
-    con = connect(args.warehouse, read_only=True)
+    con = connect(_warehouse(args), read_only=True)
     try:
         rel = con.sql(args.sql)
         if rel is None:

@@ -236,6 +236,10 @@ STAR = [
         ("n_resumes", "INTEGER", "session.resume events."),
         ("models", "VARCHAR[]", "Models used, sorted."),
         ("is_gone", "BOOLEAN", "True when no source file of the session is on disk any more."),
+        ("machine_id", "VARCHAR", "Team mode: the machine that pushed the session into the lake (`push --machine`); "
+                                  "NULL in a machine's own warehouse."),
+        ("user_name", "VARCHAR", "Team mode: who pushed it (`push --user`, else git's user.name); NULL in a "
+                                 "machine's own warehouse."),
     ),
     _t(
         "fct_turns", "one row per user prompt", ["session_id", "turn_index"],
@@ -662,6 +666,30 @@ MODELS = MARTS + [
         ("actions", "VARCHAR", "view, edit, create: the actions, comma-separated, sorted."),
         ("n_touches", "BIGINT", "Touches of the file in the session."),
         ("first_seen_at", "TIMESTAMPTZ", "First touch (UTC)."),
+    ),
+    _t(
+        "report_people", "one row per person", ["user_name"],
+        "Team mode: activity and usage per person who pushed sessions into the lake; in a machine's own warehouse "
+        "one row, `(this machine)`.",
+        ("user_name", "VARCHAR", "dim_sessions.user_name, else `(this machine)`."),
+        ("n_machines", "INTEGER", "Machines the person pushed from."), ("n_sessions", "INTEGER", ""),
+        ("n_projects", "INTEGER", ""), ("n_turns", "BIGINT", "Prompts."), ("n_tool_calls", "BIGINT", ""),
+        ("n_failed_tool_calls", "BIGINT", ""), ("requests", "BIGINT", "Model requests."),
+        ("output_tokens", "BIGINT", "Sum of the known output tokens."),
+        ("ai_credits", "DECIMAL(38,9)", "Sum of the known costs (logged or estimated)."),
+        ("cost_usd", "DECIMAL(38,11)", "ai_credits x $0.01."),
+        ("first_seen_at", "TIMESTAMPTZ", ""), ("last_seen_at", "TIMESTAMPTZ", ""),
+        ("n_legs_unknown_cost", "INTEGER", "Legs whose cost is unknown (not in ai_credits)."),
+    ),
+    _t(
+        "report_people_usage_weekly", "one row per ISO week x person x model", ["week", "user_name", "model"],
+        "Team mode: requests, tokens and cost per person, model and week (UTC, Monday first).",
+        ("week", "DATE", "Monday of the week."), ("user_name", "VARCHAR", "As in report_people."),
+        ("model", "VARCHAR", ""), ("n_sessions", "INTEGER", ""), ("requests", "BIGINT", ""),
+        ("input_tokens", "BIGINT", "Sum of the known input tokens."), ("output_tokens", "BIGINT", ""),
+        ("ai_credits", "DECIMAL(38,9)", ""), ("cost_usd", "DECIMAL(38,11)", ""),
+        ("n_legs_unknown_input", "INTEGER", ""), ("n_legs_unknown_cost", "INTEGER", ""),
+        ("n_legs_estimated_cost", "INTEGER", ""),
     ),
 ]
 

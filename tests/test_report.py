@@ -139,4 +139,4 @@ def test_report_of_an_empty_warehouse_says_so(tmp_path):
     assert sorted(p.name for p in result.written if p.suffix == ".md") == [
         "files.md", "index.md", "runs.md", "topics.md"]
     assert "No Copilot history in this warehouse yet" in (tmp_path / "wiki" / "index.md").read_text()
-    assert len(export_parquet(wh, tmp_path / "parquet")) == 26
+    assert len(export_parquet(wh, tmp_path / "parquet")) == 28

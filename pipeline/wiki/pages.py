@@ -99,7 +99,8 @@ def index_page(data: WikiData, top_topic: dict[str, str]) -> str:
              "## Pages\n",
              "- [Files](files.md): the most important files of each project and the files that change together",
              "- [Topics](topics.md): what each project has been about, month by month",
-             "- [Ingest runs](runs.md): when the warehouse was loaded, what it read and what it rejected\n",
+             "- [Ingest runs](runs.md): when the warehouse was loaded, what it read and what it rejected"
+             + ("\n- [People](people.md): who did what, and what it cost" if len(data.people) > 1 else "") + "\n",
              "![Tool calls by tool](charts/tools.svg)\n",
              *usage_section(data.usage.weeks, data.usage.models),
              "## Projects\n",
@@ -289,6 +290,29 @@ def topics_page(data: WikiData, charted: set[str]) -> str:
     return "\n".join(parts)
 
 
+def people_page(data: WikiData) -> str:
+    """Team mode: who did what, and what it cost (only written when the lake holds more than one person)."""
+    parts = [front_matter({"title": "People", "type": "people", "people": len(data.people)}), "# People\n",
+             "[Index](index.md)\n",
+             "Sessions pushed into the lake, per person (`push --user`). AI credits and dollars (1 credit = $0.01) "
+             "are what Copilot logged, else estimated from the price table; a leg whose cost no source records is "
+             "left out of the sums.\n",
+             table(["person", "machines", "sessions", "projects", "prompts", "tool calls", "failed", "requests",
+                    "AI credits", "USD", "first active", "last active"],
+                   [[cell(p["user_name"]), fmt_num(p["n_machines"]), fmt_num(p["n_sessions"]), fmt_num(p["n_projects"]),
+                     fmt_num(p["n_turns"]), fmt_num(p["n_tool_calls"]), fmt_num(p["n_failed_tool_calls"]),
+                     fmt_num(p["requests"]), fmt_credits(p["ai_credits"]), fmt_usd(p["cost_usd"]),
+                     fmt_ts(p["first_seen_at"]), fmt_ts(p["last_seen_at"])] for p in data.people]) + "\n"]
+    for p in data.people:
+        weeks = data.people_weeks.get(p["user_name"], [])[-USAGE_WEEKS:]
+        if weeks:
+            parts.append(f"## {cell(p['user_name'])}\n")
+            parts.append(table(["week", "requests", "output", "AI credits", "USD"],
+                               [[w["week"].isoformat(), fmt_num(w["requests"]), fmt_num(w["output_tokens"]),
+                                 fmt_credits(w["ai_credits"]), fmt_usd(w["cost_usd"])] for w in weeks]) + "\n")
+    return "\n".join(parts)
+
+
 def runs_page(data: WikiData) -> str:
     runs, rejects = data.runs, data.rejects
     parts = [front_matter({"title": "Ingest runs", "type": "runs", "runs": len(runs)}), "# Ingest runs\n",
@@ -335,6 +359,8 @@ def build_pages(data: WikiData) -> tuple[dict[str, str], dict[str, tuple]]:
     pages["files.md"] = files_page(data)
     pages["topics.md"] = topics_page(data, charted)
     pages["runs.md"] = runs_page(data)
+    if len(data.people) > 1:
+        pages["people.md"] = people_page(data)
 
     weekly = data.weekly
     specs["charts/activity.svg"] = ("weekly_activity", (

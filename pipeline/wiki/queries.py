@@ -57,6 +57,8 @@ class WikiData:
     rejects: list[dict]  # reasons of the rows now in _rejects, counted
     weekly: list[dict]  # report_activity_weekly
     tools: list[dict]  # calls per tool (the 15 most used)
+    people: list[dict]  # report_people: more than one row only in team mode
+    people_weeks: dict[str, list[dict]]  # by person: report_people_usage_weekly summed over models
     project_slug: dict[str, str] = field(default_factory=dict)
     project_name: dict[str, str] = field(default_factory=dict)
 
@@ -124,4 +126,10 @@ def load(con: duckdb.DuckDBPyConnection) -> WikiData:
                           "order by week"),
         tools=_rows(con, """select tool_name, sum(n_calls) as n, sum(n_failed) as f from report_tool_usage
                             group by tool_name order by n desc, tool_name limit 15"""),
+        people=_rows(con, "select * from report_people "
+                          "order by ai_credits desc nulls last, n_sessions desc, user_name"),
+        people_weeks=_by(con, "user_name", """
+            select user_name, week, sum(requests) as requests, sum(output_tokens) as output_tokens,
+                   sum(ai_credits) as ai_credits, sum(cost_usd) as cost_usd
+            from report_people_usage_weekly group by user_name, week order by user_name, week"""),
     )

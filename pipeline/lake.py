@@ -1,0 +1,322 @@
+"""Team mode: many machines' warehouses in one DuckLake, and the same models over all of it.
+
+A lake is a DuckLake catalog - a PostgreSQL database (a team), or a local ``.sqlite`` / ``.duckdb``
+file (one person's machines, through a synced folder) - with its data as parquet under a data path.
+``push`` copies the star of this machine's warehouse into it (the tables the SQL models are built
+from: ``schema.STAR``), each row tagged with the machine and the user. A session is pushed when it is
+new or its rows changed since the last push from this machine (a digest of its rows says which), so
+pushing twice changes nothing. Each push is one DuckLake transaction, retried when another machine's
+push committed first; a push that is killed leaves no trace.
+
+``lake_warehouse`` reads the whole lake into a local DuckDB warehouse (rebuilt only when the lake
+has a newer snapshot) and builds the models there, so ``report --lake``, ``query --lake`` and
+``usage --lake`` run the same SQL as on one machine.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import logging
+import os
+import random
+import re
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+
+from . import extensions
+from .checks import ChecksFailed, run_checks
+from .models import load_models, run_models
+from .schema import STAR, TABLES
+from .warehouse import connect, ensure_schema, transaction
+
+log = logging.getLogger(__name__)
+
+LAKE_TABLES = [t.name for t in STAR]
+TAGS = ("machine_id", "user_name")
+# what --metrics-only leaves out: every text a person or a model wrote (prompts, answers, titles made
+# from prompts, checkpoints, memories, tool arguments and output)
+TEXT_COLUMNS = {
+    "dim_sessions": ("title", "summary"),
+    "fct_turns": ("user_message", "assistant_response"),
+    "fct_tool_calls": ("arguments", "result_content", "error_message"),
+    "fct_checkpoints": ("title", "overview", "history", "work_done", "technical_details", "important_files",
+                        "next_steps"),
+    "fct_memories": ("content",),
+}
+RETRIES = 30
+
+
+class LakeError(Exception):
+    """The lake cannot be attached, or a push failed for good."""
+
+
+# ------------------------------------------------------------------------------------ catalog
+def attach_uri(catalog: str) -> str:
+    """The DuckLake ATTACH string of a catalog: ``postgres:...`` (a connection string), or the path of
+    a local catalog file (``.sqlite`` / ``.db`` for SQLite, anything else a DuckDB file)."""
+    if re.search(r"\bpassword\s*=", catalog, re.IGNORECASE):
+        raise LakeError("the catalog names a password: give it in PGPASSWORD or ~/.pgpass instead, never on the "
+                        "command line")
+    if catalog.startswith(("postgres:", "postgresql:")):
+        return "ducklake:postgres:" + catalog.split(":", 1)[1]
+    path = str(Path(catalog).expanduser().resolve())
+    if path.endswith((".sqlite", ".sqlite3", ".db")):
+        return f"ducklake:sqlite:{path}"
+    return f"ducklake:{path}"
+
+
+def describe(catalog: str) -> str:
+    """The catalog as logs show it: a connection string without its user and host details beyond the name."""
+    if catalog.startswith(("postgres:", "postgresql:")):
+        db = re.search(r"\bdbname\s*=\s*(\S+)", catalog)
+        return f"postgres database {db.group(1) if db else '?'}"
+    return str(Path(catalog).expanduser())
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def attach(con: duckdb.DuckDBPyConnection, catalog: str, *, data_path: str | Path | None = None,
+           read_only: bool = False, alias: str = "lake") -> None:
+    """Attach the lake as ``alias``. The data path is needed only when the lake is created; DuckLake
+    records it in the catalog, so later attaches find it there."""
+    uri = attach_uri(catalog)
+    names = ["ducklake"] + (["postgres_scanner"] if ":postgres:" in uri else []) + (
+        ["sqlite_scanner"] if ":sqlite:" in uri else [])
+    extensions.load(con, *names)
+    options = []
+    if data_path is not None:
+        Path(data_path).expanduser().mkdir(parents=True, exist_ok=True)
+        options.append(f"data_path {_quote(str(Path(data_path).expanduser().resolve()) + '/')}")
+    if read_only:
+        options.append("read_only")
+    sql = f"attach {_quote(uri)} as {alias}" + (f" ({', '.join(options)})" if options else "")
+    for attempt in range(1, 11):
+        try:
+            con.execute(sql)
+            return
+        except duckdb.Error as exc:
+            # machines that attach a new lake at once race to create its catalog tables: one wins, the
+            # others find them made when they try again
+            if "initialize DuckLake" not in str(exc) or attempt == 10:
+                raise LakeError(f"cannot attach the lake {describe(catalog)}: {str(exc).splitlines()[0]}") from exc
+            time.sleep(random.uniform(0.1, 0.3) * attempt)
+
+
+def _lake_columns(table: str) -> list[tuple[str, str]]:
+    """A lake table: the warehouse table's columns, after the tags (which dim_sessions holds itself)."""
+    own = [(c.name, c.type) for c in TABLES[table].columns]
+    return [(t, "VARCHAR") for t in TAGS if t not in dict(own)] + own
+
+
+def ensure_lake_schema(con: duckdb.DuckDBPyConnection, alias: str = "lake") -> None:
+    for table in LAKE_TABLES:
+        cols = ", ".join(f'"{n}" {t}' for n, t in _lake_columns(table))
+        con.execute(f'create table if not exists {alias}."{table}" ({cols})')
+        for name, dtype in _lake_columns(table):  # a column a newer version added
+            have = con.execute("select count(*) from information_schema.columns where table_catalog = ? "
+                               "and table_name = ? and column_name = ?", [alias, table, name]).fetchone()[0]
+            if not have:
+                con.execute(f'alter table {alias}."{table}" add column "{name}" {dtype}')
+    con.execute(f"""create table if not exists {alias}.lake_sessions (
+        machine_id VARCHAR, user_name VARCHAR, session_id VARCHAR, digest VARCHAR, metrics_only BOOLEAN,
+        pushed_at TIMESTAMPTZ)""")
+    con.execute(f"""create table if not exists {alias}.lake_pushes (
+        push_id VARCHAR, machine_id VARCHAR, user_name VARCHAR, pushed_at TIMESTAMPTZ, n_sessions_new INTEGER,
+        n_sessions_changed INTEGER, n_sessions_unchanged INTEGER, metrics_only BOOLEAN, seconds DOUBLE)""")
+
+
+# ------------------------------------------------------------------------------------ who pushes
+def default_machine() -> str:
+    return os.environ.get("COPILOT_WAREHOUSE_MACHINE") or socket.gethostname() or "machine"
+
+
+def default_user() -> str:
+    if os.environ.get("COPILOT_WAREHOUSE_USER"):
+        return os.environ["COPILOT_WAREHOUSE_USER"]
+    try:
+        name = subprocess.run(["git", "config", "user.name"], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        name = ""
+    return name or getpass.getuser()
+
+
+# ------------------------------------------------------------------------------------ push
+@dataclass
+class PushSummary:
+    machine_id: str
+    user_name: str
+    n_sessions_new: int = 0
+    n_sessions_changed: int = 0
+    n_sessions_unchanged: int = 0
+    n_rows: int = 0
+    n_attempts: int = 0
+    seconds: float = 0.0
+
+    def line(self, catalog: str) -> str:
+        return (f"push to {describe(catalog)} as {self.user_name} on {self.machine_id}: "
+                f"{self.n_sessions_new} new sessions, {self.n_sessions_changed} changed, "
+                f"{self.n_sessions_unchanged} unchanged; {self.n_rows} rows in {self.seconds:.1f}s")
+
+
+def _digests(con: duckdb.DuckDBPyConnection, metrics_only: bool) -> dict[str, str]:
+    """Per session (memories of no session under ''), a digest of its rows in every lake table."""
+    sums: dict[str, list[str]] = {}
+    for table in LAKE_TABLES:
+        for sid, total in con.execute(f'select coalesce(session_id, \'\'), sum(hash(t)::hugeint)::varchar '
+                                      f'from wh."{table}" as t group by 1').fetchall():
+            sums.setdefault(sid, []).append(f"{table}:{total}")
+    return {sid: hashlib.sha256("|".join(sorted(parts) + [f"metrics_only:{metrics_only}"]).encode()).hexdigest()
+            for sid, parts in sums.items()}
+
+
+def _select(table: str, metrics_only: bool) -> str:
+    """The columns pushed from a warehouse table: the tags, then its own (its texts NULL with --metrics-only)."""
+    hidden = TEXT_COLUMNS.get(table, ()) if metrics_only else ()
+    cols = ["$machine as machine_id", "$user as user_name"]
+    cols += [f'null::{c.type} as "{c.name}"' if c.name in hidden else f'"{c.name}"'
+             for c in TABLES[table].columns if c.name not in TAGS]
+    return ", ".join(cols)
+
+
+def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = None, machine: str | None = None,
+         user: str | None = None, metrics_only: bool = False) -> PushSummary:
+    """Copy the sessions of ``warehouse`` that are new or changed since this machine's last push into the lake."""
+    started = time.perf_counter()
+    summary = PushSummary(machine or default_machine(), user or default_user())
+    if not Path(warehouse).exists():
+        raise LakeError(f"no warehouse at {warehouse}: run `python -m pipeline ingest` first")
+    con = duckdb.connect(config=extensions.config())
+    try:
+        con.execute("set TimeZone = 'UTC'")
+        con.execute(f"attach {_quote(str(Path(warehouse).resolve()))} as wh (read_only)")
+        attach(con, catalog, data_path=data_path)
+        local = _digests(con, metrics_only)
+        for attempt in range(1, RETRIES + 1):
+            summary.n_attempts = attempt
+            try:
+                with transaction(con):
+                    _push_once(con, summary, local, metrics_only, started)
+                break
+            except duckdb.TransactionException as exc:  # another machine committed first: read again, redo
+                if attempt == RETRIES:
+                    raise LakeError(f"push gave up after {attempt} conflicts: {str(exc).splitlines()[0]}") from exc
+                log.info("push conflicted with another machine's (attempt %d); retrying", attempt)
+                time.sleep(random.uniform(0.05, 0.2) * attempt)
+    finally:
+        con.close()
+    summary.seconds = time.perf_counter() - started
+    log.info(summary.line(catalog))
+    return summary
+
+
+def _push_once(con: duckdb.DuckDBPyConnection, summary: PushSummary, local: dict[str, str],
+               metrics_only: bool, started: float) -> None:
+    ensure_lake_schema(con)
+    known = dict(con.execute("select session_id, digest from lake.lake_sessions where machine_id = ?",
+                             [summary.machine_id]).fetchall())
+    new = sorted(s for s in local if s not in known)
+    changed = sorted(s for s in local if s in known and known[s] != local[s])
+    summary.n_sessions_new, summary.n_sessions_changed = len(new), len(changed)
+    summary.n_sessions_unchanged = len(local) - len(new) - len(changed)
+    todo = new + changed
+    summary.n_rows = 0
+    if todo:
+        params = {"machine": summary.machine_id, "user": summary.user_name, "sessions": todo}
+        in_scope = "coalesce(session_id, '') in (select unnest($sessions))"
+        for table in LAKE_TABLES:
+            con.execute(f'delete from lake."{table}" where machine_id = $machine and {in_scope}',
+                        {"machine": summary.machine_id, "sessions": todo})
+            con.execute(f'insert into lake."{table}" by name select {_select(table, metrics_only)} '
+                        f'from wh."{table}" where {in_scope}', params)
+            summary.n_rows += con.execute(f'select count(*) from wh."{table}" where {in_scope}',
+                                          {"sessions": todo}).fetchone()[0]
+        con.execute("delete from lake.lake_sessions where machine_id = $machine and session_id in "
+                    "(select unnest($sessions))", {"machine": summary.machine_id, "sessions": todo})
+        now = datetime.now(timezone.utc)
+        con.executemany("insert into lake.lake_sessions values (?, ?, ?, ?, ?, ?)",
+                        [[summary.machine_id, summary.user_name, s, local[s], metrics_only, now] for s in todo])
+    if not todo:
+        return  # nothing new: the lake is left as it was (no snapshot)
+    con.execute("insert into lake.lake_pushes values (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+        hashlib.sha256(f"{summary.machine_id}:{time.time_ns()}".encode()).hexdigest()[:16], summary.machine_id,
+        summary.user_name, datetime.now(timezone.utc), summary.n_sessions_new, summary.n_sessions_changed,
+        summary.n_sessions_unchanged, metrics_only, round(time.perf_counter() - started, 3)])
+
+
+# ------------------------------------------------------------------------------------ reading the lake
+def _models_digest() -> str:
+    """What the copy's tables are made by: the SQL of every model and the declared columns."""
+    h = hashlib.sha256(repr([(t.name, [(c.name, c.type) for c in t.columns]) for t in TABLES.values()]).encode())
+    for model in load_models():
+        h.update(model.sql.encode())
+    return h.hexdigest()[:16]
+
+
+def default_cache(catalog: str) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    digest = hashlib.sha256(attach_uri(catalog).encode()).hexdigest()[:12]
+    return Path(base) / "copilot-warehouse" / f"lake-{digest}.duckdb"
+
+
+def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
+    """A local warehouse holding the whole lake, with the models built over it; rebuilt only when the
+    lake has a snapshot newer than the one it was built from. A session pushed by several machines
+    (a home copied between them) counts once: the latest push's rows."""
+    path = Path(path) if path else default_cache(catalog)
+    con = duckdb.connect(config=extensions.config())
+    try:
+        attach(con, catalog, read_only=True)
+        snapshot = str(con.execute("select max(snapshot_id) from ducklake_snapshots('lake')").fetchone()[0])
+        snapshot += ":" + _models_digest()  # a version with other models or columns rebuilds the copy
+        has_tables = con.execute("select count(*) from information_schema.tables where table_catalog = 'lake' "
+                                 "and table_name = 'lake_sessions'").fetchone()[0]
+    finally:
+        con.close()
+    if not has_tables:
+        raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
+    if path.exists():
+        con = connect(path, read_only=True)
+        try:
+            have = con.execute("select value from _meta where key = 'lake_snapshot'").fetchall()
+        except duckdb.Error:
+            have = []
+        finally:
+            con.close()
+        if have and have[0][0] == snapshot:
+            return path
+    tmp = path.with_name(path.name + ".building")
+    tmp.unlink(missing_ok=True)
+    con = connect(tmp)
+    try:
+        with transaction(con):
+            ensure_schema(con)
+            attach(con, catalog, read_only=True)
+            # the latest push of each session (by pushed_at, then machine), so a copied home counts once
+            con.execute("""create temp table chosen as
+                select machine_id, session_id from (
+                    select machine_id, session_id, row_number() over (
+                        partition by session_id order by pushed_at desc, machine_id) as rn
+                    from lake.lake_sessions) where rn = 1""")
+            for table in LAKE_TABLES:
+                cols = ", ".join(f't."{c.name}"' for c in TABLES[table].columns)
+                con.execute(f'insert into "{table}" select {cols} from lake."{table}" as t join chosen as c '
+                            "on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
+            run_models(con)
+            failures = run_checks(con)
+            if failures:
+                raise ChecksFailed(failures)
+            con.execute("delete from _meta where key = 'lake_snapshot'")
+            con.execute("insert into _meta values ('lake_snapshot', ?)", [snapshot])
+    finally:
+        con.close()
+    tmp.replace(path)
+    return path

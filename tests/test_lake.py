@@ -1,0 +1,228 @@
+"""Team mode: three machines push into one DuckLake at once; the lake holds exactly their rows, and the
+models over it equal one warehouse of all three homes. Re-pushing changes nothing; a killed push
+leaves no trace; --metrics-only pushes no text; local catalog files work for one person."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipeline import extensions, lake
+from pipeline.cli import main
+from pipeline.ingest import ingest
+from pipeline.schema import MODELS, STAR
+
+from . import pg
+from .conftest import REPO
+from .machines import MACHINES, write_machines
+
+TAGS = {"machine_id", "user_name"}
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A PostgreSQL server: CI's (.ci/run starts one), else one of our own when PostgreSQL is installed."""
+    server = os.environ.get("COPILOT_TEST_POSTGRES")
+    if server:
+        yield server
+        return
+    if pg.binaries() is None:
+        pytest.skip("PostgreSQL is not installed")
+    folder = Path(tempfile.mkdtemp(prefix="copilot-warehouse-pg-"))  # not under pytest's root-only folder:
+    try:                                                              # the server runs as the postgres user
+        yield pg.start(folder)
+    finally:
+        pg.stop(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def machines(tmp_path_factory):
+    """The three homes, each machine's warehouse, and one warehouse of all three homes ingested together."""
+    root = tmp_path_factory.mktemp("machines")
+    homes = write_machines(root)
+    warehouses = {}
+    for name, home in homes.items():
+        warehouses[name] = root / f"{name}.duckdb"
+        ingest(warehouses[name], [home])
+    together = root / "together.duckdb"
+    ingest(together, list(homes.values()))
+    return root, homes, warehouses, together
+
+
+def _push(catalog: str, warehouse: Path, machine: str, *extra: str, driver: str | None = None) -> subprocess.Popen:
+    cmd = [sys.executable] + (["-c", driver] if driver else ["-m", "pipeline"])
+    cmd += ["push", "--lake", catalog, "--warehouse", str(warehouse), "--machine", machine, "--user", f"u-{machine}",
+            *extra]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _lake(catalog: str) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(config=extensions.config())
+    lake.attach(con, catalog, read_only=True)
+    return con
+
+
+def _snapshot(catalog: str) -> int:
+    con = _lake(catalog)
+    try:
+        return con.execute("select max(snapshot_id) from ducklake_snapshots('lake')").fetchone()[0]
+    finally:
+        con.close()
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list:
+    return sorted(map(repr, con.execute(sql).fetchall()))
+
+
+def _equal_warehouses(a: Path, b: Path, tables: list[str]) -> list[str]:
+    """Tables whose rows differ (the team-mode tags aside)."""
+    con = duckdb.connect()
+    con.execute(f"attach '{a}' as a (read_only)")
+    con.execute(f"attach '{b}' as b (read_only)")
+    differ = []
+    for t in tables:
+        cols = [r[0] for r in con.execute("select column_name from information_schema.columns where table_catalog = "
+                                          "'b' and table_name = ?", [t]).fetchall() if r[0] not in TAGS]
+        sel = ", ".join(f'"{c}"' for c in cols)
+        if _rows(con, f'select {sel} from a."{t}"') != _rows(con, f'select {sel} from b."{t}"'):
+            differ.append(t)
+    con.close()
+    return differ
+
+
+def test_three_machines_push_at_once_and_the_lake_reports_like_one_warehouse(pg_server, machines, tmp_path):
+    root, _homes, warehouses, together = machines
+    catalog = pg.create_database(pg_server, f"lake_{uuid.uuid4().hex[:8]}")
+    data = tmp_path / "lake-data"
+    pushes = {m: _push(catalog, wh, m, "--data-path", str(data)) for m, wh in warehouses.items()}
+    for m, proc in pushes.items():
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, (m, err)
+        assert f"{len(MACHINES[m])} new sessions" in out
+
+    # the lake holds each machine's rows, tagged, and nothing else
+    con = _lake(catalog)
+    for t in (t.name for t in STAR):
+        cols = ", ".join(f'"{c.name}"' for c in next(x for x in STAR if x.name == t).columns if c.name not in TAGS)
+        lake_rows = _rows(con, f'select {cols} from lake."{t}"')
+        union = []
+        for wh in warehouses.values():
+            w = duckdb.connect(str(wh), read_only=True)
+            union += _rows(w, f'select {cols} from "{t}"')
+            w.close()
+        assert lake_rows == sorted(union), t
+    assert con.execute("select machine_id, user_name, count(*) from lake.dim_sessions group by all order by 1"
+                       ).fetchall() == [("ci-runner", "u-ci-runner", 1), ("desktop", "u-desktop", 2),
+                                        ("laptop", "u-laptop", 2)]
+    con.close()
+
+    # report --lake (the data path comes from the catalog): the same models as one warehouse of all three
+    copy, out = tmp_path / "lake-copy.duckdb", tmp_path / "report"
+    assert main(["report", "--lake", catalog, "--warehouse", str(copy), "--out", str(out), "--quiet"]) == 0
+    per_person = {"report_people", "report_people_usage_weekly"}  # one person in `together`, three in the lake
+    assert _equal_warehouses(copy, together, [t.name for t in STAR + MODELS if t.name not in per_person]) == []
+    con = duckdb.connect(str(copy), read_only=True)
+    assert con.execute("select user_name, n_sessions, n_turns from report_people order by 1").fetchall() == [
+        ("u-ci-runner", 1, 1), ("u-desktop", 2, 2), ("u-laptop", 2, 3)]
+    totals = "select sum(requests), sum(output_tokens), sum(ai_credits) from report_people_usage_weekly"
+    assert con.execute(totals).fetchall() == duckdb.connect(str(together), read_only=True).execute(totals).fetchall()
+    con.close()
+    assert "u-laptop" in (out / "wiki" / "people.md").read_text()
+    # the shared repository is one project with every machine's sessions and files
+    con = duckdb.connect(str(copy), read_only=True)
+    assert con.execute("select name, n_sessions from dim_projects where repository = 'acme/shared'").fetchall() == [
+        ("shared", 4)]
+    assert con.execute("select path, n_sessions from dim_files where path = 'src/parser.py'").fetchall() == [
+        ("src/parser.py", 3)]
+    con.close()
+
+    # pushing again changes nothing: no new snapshot
+    before = _snapshot(catalog)
+    for m, wh in warehouses.items():
+        proc = _push(catalog, wh, m)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0 and "0 new sessions, 0 changed" in out, err
+    assert _snapshot(catalog) == before
+
+    # a push killed before its commit leaves the lake as it was; the next push goes through
+    home = write_machines(root / "fourth")["laptop"]
+    fourth = root / "fourth.duckdb"
+    ingest(fourth, [home])
+    killer = ("import os, sys\nimport pipeline.lake as lake\nreal = lake._push_once\n"
+              "def killed(*a, **k):\n    real(*a, **k)\n    os.kill(os.getpid(), 9)\n"
+              "lake._push_once = killed\nfrom pipeline.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    proc = _push(catalog, fourth, "fourth", driver=killer)
+    proc.communicate(timeout=300)
+    assert proc.returncode == -9
+    assert _snapshot(catalog) == before
+    con = _lake(catalog)
+    assert con.execute("select count(*) from lake.dim_sessions where machine_id = 'fourth'").fetchone() == (0,)
+    con.close()
+    proc = _push(catalog, fourth, "fourth")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and "2 new sessions" in out, err
+
+
+def test_one_persons_machines_through_local_catalog_files(machines, tmp_path):
+    _root, _homes, warehouses, _together = machines
+    for catalog in (tmp_path / "lake.duckdb", tmp_path / "lake.sqlite"):
+        for m in ("laptop", "desktop"):
+            assert main(["push", "--lake", str(catalog), "--data-path", str(tmp_path / f"{catalog.suffix}-data"),
+                         "--warehouse", str(warehouses[m]), "--machine", m, "--user", "ana", "--quiet"]) == 0
+        copy = tmp_path / f"copy{catalog.suffix}.duckdb"
+        con = duckdb.connect(str(lake.lake_warehouse(str(catalog), copy)), read_only=True)
+        assert con.execute("select user_name, n_machines, n_sessions from report_people").fetchall() == [("ana", 2, 4)]
+        con.close()
+
+
+def test_metrics_only_pushes_no_text(machines, tmp_path):
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "metrics.duckdb")
+    assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse",
+                 str(warehouses["laptop"]), "--metrics-only", "--quiet"]) == 0
+    con = _lake(catalog)
+    for table, columns in lake.TEXT_COLUMNS.items():
+        for column in columns:
+            assert con.execute(f'select count("{column}") from lake."{table}"').fetchone() == (0,), (table, column)
+    assert con.execute("select count(*), sum(requests) from lake.fct_usage").fetchone()[0] > 0
+    assert con.execute("select count(*) from lake.fct_turns").fetchone()[0] == 3  # the turns are there, not their text
+    con.close()
+    # switching to full text pushes every session again
+    assert main(["push", "--lake", catalog, "--warehouse", str(warehouses["laptop"]), "--quiet"]) == 0
+    con = _lake(catalog)
+    assert con.execute("select count(user_message) from lake.fct_turns").fetchone() == (3,)
+    con.close()
+
+
+def test_a_password_on_the_command_line_is_refused_and_never_printed(machines, capsys):
+    _root, _homes, warehouses, _together = machines
+    assert main(["push", "--lake", "postgres:dbname=lake host=127.0.0.1 password=hunter2secret",
+                 "--warehouse", str(warehouses["laptop"])]) == 2
+    err = capsys.readouterr().err
+    assert "PGPASSWORD" in err and "hunter2secret" not in err
+
+
+
+def test_a_warehouse_written_by_a_newer_duckdb_says_what_to_do(tmp_path, monkeypatch, capsys):
+    """DuckDB is pinned to 1.5.5 for the extensions: a file an earlier version wrote with DuckDB 2.x
+    cannot be read, and the message says why and what to do."""
+    wh = tmp_path / "w.duckdb"
+    wh.write_bytes(b"written by duckdb 2")
+
+    def newer(*args, **kwargs):
+        raise duckdb.IOException("IO Error: Trying to read a database file with version number 999, but we can only "
+                                 "read versions between 64 and 68.\nThe database file was created with an newer "
+                                 "version of DuckDB.")
+    monkeypatch.setattr(duckdb, "connect", newer)
+    assert main(["query", "select 1", "--warehouse", str(wh)]) == 2
+    err = capsys.readouterr().err
+    assert "written by a newer DuckDB" in err and "move it aside and run `ingest`" in err
