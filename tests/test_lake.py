@@ -184,6 +184,29 @@ def test_one_persons_machines_through_local_catalog_files(machines, tmp_path):
         con.close()
 
 
+def test_a_session_that_grew_replaces_its_rows_in_the_lake(tmp_path):
+    home = write_machines(tmp_path / "homes")["laptop"]
+    wh, catalog = tmp_path / "w.duckdb", str(tmp_path / "lake.duckdb")
+    ingest(wh, [home])
+    assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse", str(wh),
+                 "--machine", "laptop", "--user", "ana", "--quiet"]) == 0
+    log = sorted(home.glob("session-state/*/events.jsonl"))[0]
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write('{"type":"user.message","data":{"content":"one more thing"},"id":"grown-1",'
+                 '"timestamp":"2026-10-05T12:00:00.000Z"}\n')
+    ingest(wh, [home])
+    summary = lake.push(wh, catalog, machine="laptop", user="ana")
+    assert (summary.n_sessions_new, summary.n_sessions_changed, summary.n_sessions_unchanged) == (0, 1, 1)
+    con = _lake(catalog)
+    w = duckdb.connect(str(wh), read_only=True)
+    for table in ("dim_sessions", "fct_turns", "fct_tool_calls"):
+        n_lake = con.execute(f'select count(*) from lake."{table}"').fetchone()
+        assert n_lake == w.execute(f'select count(*) from "{table}"').fetchone(), table  # replaced, not added
+    assert con.execute("select count(*) from lake.fct_turns where user_message = 'one more thing'").fetchone() == (1,)
+    con.close()
+    w.close()
+
+
 def test_metrics_only_pushes_no_text(machines, tmp_path):
     _root, _homes, warehouses, _together = machines
     catalog = str(tmp_path / "metrics.duckdb")
