@@ -64,6 +64,9 @@ def weekly_activity(weeks: list[date], prompts: list[int], tool_calls: list[int]
     step = max(1, -(-len(weeks) // 8))  # at most 8 labels
     ax.set_xticks(x[::step], [w.isoformat() for w in weeks][::step], rotation=30, ha="right")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(bottom=0, top=None if any(prompts) or any(tool_calls) else 1)  # never negative ticks
+    if not weeks:
+        ax.text(0.5, 0.5, "no activity yet", transform=ax.transAxes, ha="center", va="center", color="#777")
     ax.set_title("Activity per week")
     ax.legend(frameon=False, ncols=3, loc="upper left", bbox_to_anchor=(0, -0.5))
     fig.subplots_adjust(left=0.07, right=0.98, top=0.9, bottom=0.38)
@@ -92,18 +95,26 @@ def horizontal_bars(labels: list[str], values: list[float], title: str, xlabel: 
 
 
 def term_trends(months: list[date], series: dict[str, list[float]], title: str) -> str:
-    """One line per term over months."""
+    """One small panel per term over the same months (shared axes), so lines never hide each other."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 2.8))
+    n = max(len(series), 1)
+    fig, axes = plt.subplots(n, 1, figsize=(7.5, 0.75 * n + 0.9), sharex=True, squeeze=False)
     x = list(range(len(months)))
-    for i, (term, values) in enumerate(series.items()):
-        ax.plot(x, values, marker="o", color=PALETTE[i % len(PALETTE)], label=term)
-    ax.set_xticks(x, [m.strftime("%Y-%m") for m in months])
-    ax.set_ylabel("weight")
-    ax.set_title(title)
-    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    widest = max((len(t) for t in series), default=4)
-    fig.subplots_adjust(left=0.08, right=min(0.85, 0.97 - 0.0125 * widest - 0.05), top=0.88, bottom=0.12)
+    top = max((v for values in series.values() for v in values), default=0) or 1
+    for i, (ax, (term, values)) in enumerate(zip(axes[:, 0], series.items(), strict=False)):
+        color = PALETTE[i % len(PALETTE)]
+        ax.fill_between(x, values, color=color, alpha=0.25, linewidth=0)
+        ax.plot(x, values, marker="o", markersize=3, color=color)
+        ax.set_ylim(0, top * 1.1)
+        ax.set_yticks([])
+        ax.spines["left"].set_visible(False)
+        ax.set_ylabel(_short(term, 24), rotation=0, ha="right", va="center")
+    axes[-1, 0].set_xticks(x, [m.strftime("%Y-%m") for m in months])
+    axes[0, 0].set_title(title + " (tf-idf weight)")
+    height = fig.get_size_inches()[1]
+    widest = max((len(_short(t, 24)) for t in series), default=4)
+    fig.subplots_adjust(left=min(0.4, 0.04 + 0.011 * widest), right=0.98, top=1 - 0.4 / height,
+                        bottom=0.35 / height, hspace=0.25)
     return _svg(fig)
 
 

@@ -81,6 +81,15 @@ def _parser() -> argparse.ArgumentParser:
     _lake_argument(q)
     q.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
 
+    sv = sub.add_parser("serve", help="serve the site (report's DIR/site) on 127.0.0.1 with live search")
+    sv.add_argument("--warehouse", default=None, help=f"DuckDB file (default {DEFAULT_WAREHOUSE})")
+    sv.add_argument("--out", default="data", type=Path, help="the report folder holding site/ (default data/); "
+                                                             "the site is written first when it is missing")
+    sv.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000)")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
+                                                       "only; the history holds your prompts)")
+    sv.add_argument("--quiet", action="store_true")
+
     pu = sub.add_parser("push", help="team mode: copy this machine's sessions into a DuckLake shared by several "
                                      "machines or people")
     pu.add_argument("--lake", required=True, metavar="CATALOG",
@@ -135,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     from .warehouse import WarehouseError
     try:
         verbs = {"ingest": cmd_ingest, "report": cmd_report, "demo": cmd_demo, "query": cmd_query,
-                 "search": cmd_search, "models": cmd_models, "usage": cmd_usage, "push": cmd_push}
+                 "search": cmd_search, "models": cmd_models, "usage": cmd_usage, "push": cmd_push,
+                 "serve": cmd_serve}
         return verbs[args.verb](args)
     except (SourceError, WarehouseError, LakeError, ExtensionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -258,14 +268,27 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def _report(warehouse: str | Path, out: Path, quiet: bool) -> None:
     from .report import run_report
-    parquet, wiki = run_report(warehouse, out)
+    parquet, wiki, site = run_report(warehouse, out)
     if not quiet:
         print(f"report: {len(parquet)} parquet files in {out / 'parquet'}")
         print(wiki.line(out / "wiki") + f"; start at {out / 'wiki' / 'index.md'}")
+        print(site.line(out / "site") + f"; open {(out / 'site' / 'index.html').resolve()}")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     _report(_warehouse(args), Path(args.out), args.quiet)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import serve
+    warehouse, out = args.warehouse or DEFAULT_WAREHOUSE, Path(args.out)
+    if not (out / "site" / "index.html").is_file():
+        _report(warehouse, out, args.quiet)
+    if not args.quiet:
+        print(f"serving {out / 'site'} at http://{args.host}:{args.port}/ (live search over {warehouse}); "
+              "Ctrl-C stops")
+    serve(out / "site", warehouse, host=args.host, port=args.port)
     return 0
 
 

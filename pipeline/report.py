@@ -1,13 +1,16 @@
-"""Exports: every ``dim_``, ``fct_`` and ``report_`` table to parquet for BI tools."""
+"""Exports: every ``dim_``, ``fct_`` and ``report_`` table to parquet for BI tools, the markdown wiki
+and the static HTML site (both from one read of the warehouse)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from .schema import TABLES
+from .tree import TreeResult
 from .warehouse import connect
-from .wiki import WikiResult, write_wiki
+from .wiki import queries, write_wiki
 
 log = logging.getLogger(__name__)
 EXPORT_PREFIXES = ("dim_", "fct_", "report_")
@@ -38,12 +41,28 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path) -> list[Path]:
     return written
 
 
-def run_report(warehouse: str | Path, out: str | Path) -> tuple[list[Path], WikiResult]:
-    """``out/parquet/<table>.parquet`` and the wiki under ``out/wiki/``."""
+def run_report(warehouse: str | Path, out: str | Path,
+               progress: Callable[[str], None] | None = None) -> tuple[list[Path], TreeResult, TreeResult]:
+    """``out/parquet/<table>.parquet``, the wiki under ``out/wiki/`` and the site under ``out/site/``;
+    ``progress`` is told each step as it starts."""
+    from .site import write_site
+
+    step = progress or (lambda _what: None)
     out = Path(out)
+    step("parquet")
     parquet = export_parquet(warehouse, out / "parquet")
-    wiki = write_wiki(warehouse, out / "wiki")
-    return parquet, wiki
+    con = connect(warehouse, read_only=True)
+    try:
+        step("reading pages")
+        data = queries.load(con)
+        svgs: dict[str, str] = {}
+        step("wiki and charts")
+        wiki = write_wiki(warehouse, out / "wiki", data=data, charts_out=svgs)
+        step("site")
+        site = write_site(con, data, svgs, out / "site")
+    finally:
+        con.close()
+    return parquet, wiki, site
 
 
 def _q(p: Path) -> str:

@@ -281,6 +281,9 @@ def test_session_ids_cannot_name_files_outside_the_wiki_or_inject_markup(tmp_pat
     ingest(wh, [home], [user])
     assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet"]) == 0
     written = [p for p in tmp_path.rglob("*") if p.is_file() and "escape" in p.name]
-    assert written and all(p.resolve().is_relative_to((out / "wiki" / "sessions").resolve()) for p in written)
+    assert written and all(p.resolve().is_relative_to((out / "wiki" / "sessions").resolve())
+                           or p.resolve().is_relative_to((out / "site" / "sessions").resolve()) for p in written)
     index = (out / "wiki" / "index.md").read_text()
     assert "<img" not in index and "](javascript:" not in index
+    html = (out / "site" / "index.html").read_text()
+    assert "<img src=x" not in html and 'href="javascript' not in html and "&lt;img src=x onerror" in html

@@ -102,3 +102,76 @@ def page_name(session_id: str) -> str:
         return session_id
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"{slug(session_id)[:40]}-{digest}"
+
+
+def plural(n: int | None, word: str, many: str | None = None) -> str:
+    """``1 session``, ``2 sessions``, ``1,048 sessions``."""
+    n = n or 0
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """A duration as people say it: ``45 s``, ``3 min 20 s``, ``2 h 10 min``, ``3 d 4 h``; empty when unknown."""
+    if seconds is None:
+        return ""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m} min {s} s" if s else f"{m} min"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h} h {m} min" if m else f"{h} h"
+    d, h = divmod(h, 24)
+    return f"{d:,} d {h} h" if h else f"{d:,} d"
+
+
+def fmt_ms(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    return f"{ms:,} ms" if ms < 1000 else fmt_duration(ms / 1000) if ms >= 60_000 else f"{ms / 1000:.1f} s"
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
+_UNSAFE_SCHEME = re.compile(r"(\]\(\s*<?\s*|^ {0,3}\[[^\]]*\]:\s*<?\s*)(javascript|vbscript|data|file):",
+                            re.IGNORECASE | re.MULTILINE)
+
+
+def _escape_outside_code(line: str) -> str:
+    out, pos = [], 0
+    for m in _CODE_SPAN.finditer(line):
+        out.append(line[pos:m.start()].replace("<", "&lt;"))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(line[pos:].replace("<", "&lt;"))
+    return "".join(out)
+
+
+def safe_markdown(text: str | None) -> str:
+    """Markdown someone (or a model) wrote, kept as markdown - headings, lists, tables, code - but inert:
+    raw HTML is escaped outside code and links to ``javascript:``/``data:``/``vbscript:``/``file:``
+    point nowhere. GitHub and Obsidian sanitize too; this holds where a renderer does not."""
+    out, fence, prev_blank = [], None, True
+    for line in (text or "").rstrip("\n").split("\n"):
+        m = _FENCE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end():].strip():
+                fence = None
+            out.append(line)
+        elif m:
+            fence = m.group(1)
+            out.append(line)
+        elif prev_blank and (line.startswith("    ") or line.startswith("\t")):
+            out.append(line)  # an indented code block: shown as written
+            continue
+        else:
+            out.append(_escape_outside_code(line))
+        prev_blank = not line.strip()
+    return _UNSAFE_SCHEME.sub(lambda m: m.group(1) + "#blocked-" + m.group(2).lower() + ":", "\n".join(out))
+
+
+def quoted(text: str | None) -> str:
+    """Markdown shown as a block quote (rendered, inert: ``safe_markdown``)."""
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in safe_markdown(text).split("\n"))

@@ -11,6 +11,8 @@ from .markdown import (
     code,
     fenced,
     fmt_credits,
+    fmt_duration,
+    fmt_ms,
     fmt_num,
     fmt_ts,
     fmt_usd,
@@ -18,12 +20,17 @@ from .markdown import (
     link,
     month_range,
     page_name,
+    plural,
+    quoted,
     table,
 )
 from .queries import WikiData
 
 ANSWER_MAX = 2000
 RECENT_SESSIONS = 10
+LATEST_SESSIONS = 20  # on the index; the rest by month
+MONTH_PAGE = 100  # sessions per month page; a busier month gets more pages
+CALLS_PER_PROMPT = 40  # tool calls listed per prompt (failed ones always)
 TOP_FILES = 10
 TOP_TERMS = 15
 
@@ -84,6 +91,39 @@ def _session_link(s: dict, prefix: str) -> str:
 
 
 # ------------------------------------------------------------------------------------ pages
+def month_key(s: dict) -> str:
+    return s["started_at"].strftime("%Y-%m") if s["started_at"] else "undated"
+
+
+def month_pages(sessions: list[dict]) -> dict[str, list[list[dict]]]:
+    """Sessions by month (newest first), each month cut into pages of MONTH_PAGE."""
+    months: dict[str, list[dict]] = {}
+    for x in sessions:
+        months.setdefault(month_key(x), []).append(x)
+    return {m: [xs[i:i + MONTH_PAGE] for i in range(0, len(xs), MONTH_PAGE)] for m, xs in months.items()}
+
+
+def month_file(month: str, page: int) -> str:
+    return f"months/{month}.md" if page == 0 else f"months/{month}-p{page + 1}.md"
+
+
+def _months_table(data: WikiData, prefix: str) -> str:
+    rows = []
+    for month, pages in month_pages(data.sessions).items():
+        xs = [x for p in pages for x in p]
+        rows.append([link(month, prefix + month_file(month, 0)), fmt_num(len(xs)),
+                     fmt_num(sum(x["n_turns"] or 0 for x in xs)), fmt_num(sum(x["n_tool_calls"] or 0 for x in xs)),
+                     fmt_num(sum(x["n_failed_tool_calls"] or 0 for x in xs))])
+    return table(["month", "sessions", "prompts", "tool calls", "failed"], rows)
+
+
+def _sessions_table(data: WikiData, sessions: list[dict], prefix: str) -> str:
+    return table(["started (UTC)", "session", "project", "prompts", "tool calls", "failed", "duration", "client"],
+                 [[fmt_ts(s["started_at"]), _session_link(s, prefix), _project_link(data, s["project_id"], prefix),
+                   fmt_num(s["n_turns"]), fmt_num(s["n_tool_calls"]), fmt_num(s["n_failed_tool_calls"]),
+                   fmt_duration(s["duration_s"]), cell(s["client"])] for s in sessions])
+
+
 def index_page(data: WikiData, top_topic: dict[str, str]) -> str:
     totals = data.totals
     parts = [front_matter({"title": "Copilot history", "type": "index", "sessions": totals["n_sessions"],
@@ -91,9 +131,9 @@ def index_page(data: WikiData, top_topic: dict[str, str]) -> str:
              "# Copilot history\n",
              "No Copilot history in this warehouse yet: run `python -m pipeline ingest`, then `report`.\n"
              if not totals["n_sessions"] else
-             f"{fmt_num(totals['n_sessions'])} sessions in {len(data.projects)} projects, "
+             f"{plural(totals['n_sessions'], 'session')} in {plural(len(data.projects), 'project')}, "
              f"{fmt_ts(totals['first_at'])} to {fmt_ts(totals['last_at'])} (UTC): "
-             f"{fmt_num(totals['n_turns'] or 0)} prompts, {fmt_num(totals['n_calls'] or 0)} tool calls "
+             f"{plural(totals['n_turns'], 'prompt')}, {plural(totals['n_calls'], 'tool call')} "
              f"({fmt_num(totals['n_failed'] or 0)} failed); model usage and cost below.\n",
              "![Activity per week](charts/activity.svg)\n",
              "## Pages\n",
@@ -101,17 +141,56 @@ def index_page(data: WikiData, top_topic: dict[str, str]) -> str:
              "- [Topics](topics.md): what each project has been about, month by month",
              "- [Ingest runs](runs.md): when the warehouse was loaded, what it read and what it rejected"
              + ("\n- [People](people.md): who did what, and what it cost" if len(data.people) > 1 else "") + "\n",
-             "![Tool calls by tool](charts/tools.svg)\n",
+             "## Tool calls\n",
+             "![Tool calls by tool](charts/tools.svg)\n" if data.tools else "No tool calls recorded.\n",
              *usage_section(data.usage.weeks, data.usage.models),
              "## Projects\n",
              table(["project", "sessions", "first active", "last active", "top topic"],
                    [[_project_link(data, p["project_id"], ""), fmt_num(p["n_sessions"]), fmt_ts(p["first_seen_at"]),
                      fmt_ts(p["last_seen_at"]), cell(top_topic.get(p["project_id"], ""))] for p in data.projects]),
-             "\n## Sessions\n",
-             table(["started (UTC)", "session", "project", "prompts", "tool calls", "client"],
-                   [[fmt_ts(s["started_at"]), _session_link(s, ""), _project_link(data, s["project_id"], ""),
-                     fmt_num(s["n_turns"]), fmt_num(s["n_tool_calls"]), cell(s["client"])] for s in data.sessions])]
+             "\n## Sessions by month\n",
+             _months_table(data, ""),
+             "\n## Latest sessions\n",
+             _sessions_table(data, data.sessions[:LATEST_SESSIONS], "")]
+    if len(data.sessions) > LATEST_SESSIONS:
+        parts.append(f"\n{plural(len(data.sessions) - LATEST_SESSIONS, 'older session')}: by month above.")
     return "\n".join(parts) + "\n"
+
+
+def month_page(data: WikiData, month: str, pages: list[list[dict]], page: int) -> str:
+    sessions = pages[page]
+    n = sum(len(p) for p in pages)
+    title = f"Sessions of {month}" if month != "undated" else "Sessions without a start time"
+    nav = ["[Index](../index.md)"]
+    if page > 0:
+        nav.append(link("previous page", "../" + month_file(month, page - 1)))
+    if page + 1 < len(pages):
+        nav.append(link("next page", "../" + month_file(month, page + 1)))
+    head = f"{plural(n, 'session')}" + (f", page {page + 1} of {len(pages)}" if len(pages) > 1 else "") + ".\n"
+    return "\n".join([front_matter({"title": title, "type": "month", "month": month, "sessions": n,
+                                     "page": page + 1}),
+                      f"# {title}\n", " · ".join(nav) + "\n", head, _sessions_table(data, sessions, "../")]) + "\n"
+
+
+def tool_call_lines(calls: list[dict], limit: int = CALLS_PER_PROMPT) -> str:
+    """One line per tool call of a prompt: status, tool, what it was about, how long; a failed call with
+    its error. Past ``limit`` only the failed calls are listed."""
+    lines, hidden = [], 0
+    for i, c in enumerate(calls):
+        failed = c["is_success"] is False
+        if i >= limit and not failed:
+            hidden += 1
+            continue
+        mark = "✗ failed" if failed else ("✓" if c["is_success"] else "· no result")
+        target = f" {code(c['target'][:120])}" if c.get("target") else ""
+        took = f" ({fmt_ms(c['duration_ms'])})" if c["duration_ms"] is not None else ""
+        line = f"- {mark} **{cell(c['tool_name'])}**{target}{took}"
+        if failed and c["error_message"]:
+            line += f": {cell(c['error_message'][:300])}"
+        lines.append(line)
+    if hidden:
+        lines.append(f"- … and {plural(hidden, 'more call')} that succeeded (all in `fct_tool_calls`)")
+    return "\n".join(lines)
 
 
 def project_page(data: WikiData, p: dict, has_topic_chart: bool) -> str:
@@ -123,8 +202,8 @@ def project_page(data: WikiData, p: dict, has_topic_chart: bool) -> str:
                            "first_seen_at": fmt_ts(p["first_seen_at"]), "last_seen_at": fmt_ts(p["last_seen_at"])}),
              f"# {cell(p['name'])}\n", "[All projects](../index.md)\n",
              f"Root {code(p['root_path'])}" + (f", repository {cell(p['repository'])}" if p["repository"] else "")
-             + f". {fmt_num(p['n_sessions'])} sessions, {fmt_num(sum(x['n_turns'] for x in sessions))} prompts, "
-               f"{fmt_num(sum(x['n_tool_calls'] for x in sessions))} tool calls, "
+             + f". {plural(p['n_sessions'], 'session')}, {plural(sum(x['n_turns'] for x in sessions), 'prompt')}, "
+               f"{plural(sum(x['n_tool_calls'] for x in sessions), 'tool call')}, "
                f"{fmt_ts(p['first_seen_at'])} to {fmt_ts(p['last_seen_at'])} (UTC).\n"]
     parts.append("## Top files\n")
     if files:
@@ -151,7 +230,7 @@ def project_page(data: WikiData, p: dict, has_topic_chart: bool) -> str:
         for t in threads:
             sess = {"session_id": t["session_id"], "title": t["session_title"]}
             parts.append(f"### {_session_link(sess, '../')}: {cell(t['title'])}\n")
-            parts.append(fenced(t["next_steps"]) + "\n")
+            parts.append(quoted(t["next_steps"]) + "\n")
     else:
         parts.append("No checkpoint lists next steps.\n")
     parts.append("## Recent sessions\n")
@@ -160,7 +239,8 @@ def project_page(data: WikiData, p: dict, has_topic_chart: bool) -> str:
                          fmt_num(x["n_tool_calls"]), fmt_num(x["n_failed_tool_calls"])]
                         for x in sessions[:RECENT_SESSIONS]]))
     if len(sessions) > RECENT_SESSIONS:
-        parts.append(f"\n{len(sessions) - RECENT_SESSIONS} older sessions: see [the index](../index.md).")
+        parts.append(f"\n{plural(len(sessions) - RECENT_SESSIONS, 'older session')}: see the months on "
+                     "[the index](../index.md).")
     return "\n".join(parts) + "\n"
 
 
@@ -177,7 +257,7 @@ def session_page(data: WikiData, s: dict) -> str:
         meta["gone_from_disk"] = True
     rows = [["project", _project_link(data, s["project_id"], "../")],
             ["started / ended (UTC)", f"{fmt_ts(s['started_at'])} / {fmt_ts(s['ended_at'])}"],
-            ["duration", f"{fmt_num(round(s['duration_s'] or 0))} s"],
+            ["duration", fmt_duration(s["duration_s"])],
             ["working directory", code(s['cwd']) if s["cwd"] else ""],
             ["repository / branch", f"{cell(s['repository'])} {('/ ' + cell(s['branch'])) if s['branch'] else ''}"],
             ["Copilot", f"{cell(s['client'])} {cell(s['copilot_version'])}"],
@@ -188,7 +268,7 @@ def session_page(data: WikiData, s: dict) -> str:
     if s["is_gone"]:
         parts.append("> Copilot no longer has this session on disk; the warehouse kept it.\n")
     if s["summary"] and s["summary"] != s["title"]:
-        parts.append(fenced(s["summary"]) + "\n")
+        parts.append(quoted(s["summary"]) + "\n")
     parts.append(table(["field", "value"], rows) + "\n")
     if usage:
         parts.append("## Tokens and cost\n")
@@ -208,19 +288,29 @@ def session_page(data: WikiData, s: dict) -> str:
                                ("technical_details", "Technical details"), ("important_files", "Important files"),
                                ("next_steps", "Next steps")):
                 if c[key]:
-                    parts.append(f"**{label}**\n\n{fenced(c[key])}\n")
+                    parts.append(f"**{label}**\n\n{quoted(c[key])}\n")
     parts.append("## Prompts\n")
     if not turns:
         parts.append("No prompts recorded.\n")
+    calls_by_turn: dict[int | None, list[dict]] = {}
+    for c in data.tool_calls.get(sid, []):
+        calls_by_turn.setdefault(c["turn_index"], []).append(c)
+    if calls_by_turn.get(None):
+        parts.append("Tool calls before the first prompt:\n\n" + tool_call_lines(calls_by_turn[None]) + "\n")
     for t in turns:
+        calls = calls_by_turn.get(t["turn_index"], [])
+        n_failed = sum(c["is_success"] is False for c in calls)
         parts.append(f"### {t['turn_index'] + 1}. {fmt_ts(t['started_at'])}"
-                     + (f" · {t['n_tool_calls']} tool calls" if t["n_tool_calls"] else "") + "\n")
+                     + (f" · {plural(t['n_tool_calls'], 'tool call')}" if t["n_tool_calls"] else "")
+                     + (f", {n_failed} failed" if n_failed else "") + "\n")
         parts.append(fenced(t["user_message"]) + "\n")
         answer = t["assistant_response"]
         if answer:
             if len(answer) > ANSWER_MAX:
-                answer = answer[:ANSWER_MAX] + f"\n… ({len(answer) - ANSWER_MAX:,} more characters in fct_turns)"
-            parts.append("Answer:\n\n" + fenced(answer) + "\n")
+                answer = answer[:ANSWER_MAX] + f"\n\n… ({len(answer) - ANSWER_MAX:,} more characters in fct_turns)"
+            parts.append("**Answer**\n\n" + quoted(answer) + "\n")
+        if calls:
+            parts.append("**Tool calls**\n\n" + tool_call_lines(calls) + "\n")
     if files:
         parts.append("## Files\n")
         parts.append(table(["file", "actions", "touches", "first seen (UTC)"],
@@ -232,7 +322,7 @@ def session_page(data: WikiData, s: dict) -> str:
     if memories:
         parts.append("## Plans and memories\n")
         for m in memories:
-            parts.append(f"### {code(m['path'])} ({cell(m['kind'])})\n\n{fenced(m['content'], 'markdown')}\n")
+            parts.append(f"### {code(m['path'])} ({cell(m['kind'])})\n\n{quoted(m['content'])}\n")
     return "\n".join(parts)
 
 
@@ -356,6 +446,9 @@ def build_pages(data: WikiData) -> tuple[dict[str, str], dict[str, tuple]]:
         pages[f"projects/{s}.md"] = project_page(data, p, pid in charted)
     for sess in data.sessions:
         pages[f"sessions/{page_name(sess['session_id'])}.md"] = session_page(data, sess)
+    for month, month_sessions in month_pages(data.sessions).items():
+        for i in range(len(month_sessions)):
+            pages[month_file(month, i)] = month_page(data, month, month_sessions, i)
     pages["files.md"] = files_page(data)
     pages["topics.md"] = topics_page(data, charted)
     pages["runs.md"] = runs_page(data)
@@ -367,7 +460,8 @@ def build_pages(data: WikiData) -> tuple[dict[str, str], dict[str, tuple]]:
         [w["week"] for w in weekly], [w["n_turns"] for w in weekly], [w["n_tool_calls"] for w in weekly],
         [w["n_failed_tool_calls"] for w in weekly]))
     tools = data.tools
-    specs["charts/tools.svg"] = ("horizontal_bars", (
-        [t["tool_name"] for t in tools], [t["n"] for t in tools], "Tool calls by tool", "calls",
-        [t["f"] for t in tools], "failed"))
+    if tools:
+        specs["charts/tools.svg"] = ("horizontal_bars", (
+            [t["tool_name"] for t in tools], [t["n"] for t in tools], "Tool calls by tool", "calls",
+            [t["f"] for t in tools], "failed"))
     return pages, specs

@@ -29,6 +29,17 @@ _USAGE_MODELS = """
     order by sum(ai_credits) desc nulls last, sum(requests) desc, model"""
 
 
+# what a call was about, for a one-line list: the first of these arguments it has
+TARGET_KEYS = ("path", "filePath", "file_path", "command", "pattern", "query", "url", "description", "prompt")
+_TOOL_CALLS = f"""
+    select session_id, turn_index, tool_call_id, tool_name, tool_family, is_success, error_message, duration_ms,
+           coalesce(started_at, requested_at) as called_at,
+           case when json_valid(arguments) then left(coalesce({", ".join(f"arguments->>'{k}'" for k in TARGET_KEYS)}),
+                                                     400) end as target
+    from fct_tool_calls
+    order by session_id, turn_index nulls first, called_at nulls last, tool_call_id"""
+
+
 @dataclass
 class Usage:
     weeks: list[dict]
@@ -51,6 +62,7 @@ class WikiData:
     checkpoints: dict[str, list[dict]]
     session_files: dict[str, list[dict]]  # by session: report_session_files
     refs: dict[str, list[dict]]
+    tool_calls: dict[str, list[dict]]  # by session: fct_tool_calls with a short target (path, command, ...)
     session_usage: dict[str, list[dict]]
     memories: dict[str, list[dict]]
     runs: list[dict]
@@ -115,6 +127,7 @@ def load(con: duckdb.DuckDBPyConnection) -> WikiData:
         session_files=_by(con, "session_id", "select * from report_session_files "
                                              "order by session_id, first_seen_at, path"),
         refs=_by(con, "session_id", "select * from fct_refs order by session_id, ref_type, ref_value"),
+        tool_calls=_by(con, "session_id", _TOOL_CALLS),
         session_usage=_by(con, "session_id", "select * from fct_usage order by session_id, model"),
         memories=_by(con, "session_id", "select * from fct_memories where session_id is not null "
                                         "order by session_id, kind, path"),

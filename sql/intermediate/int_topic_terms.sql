@@ -85,7 +85,9 @@ words as (
     select positioned.*
     from positioned
     anti join stopwords on positioned.term = stopwords.term
-    where length(positioned.term) >= 3 and not regexp_full_match(positioned.term, '[0-9]+')
+    where
+        (length(positioned.term) >= 3 or regexp_matches(positioned.term, '[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]'))
+        and not regexp_full_match(positioned.term, '[0-9]+')
 ),
 
 bigrams as (
@@ -110,7 +112,8 @@ all_terms as (
         source,
         term
     from bigrams
-    where gap = 1
+    -- CJK bigrams overlap already: no pairs of them
+    where gap = 1 and not regexp_matches(term, '[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]')
 ),
 
 counted as (

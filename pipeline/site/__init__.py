@@ -1,0 +1,153 @@
+"""The static HTML site (``DIR/site/index.html``), from the same page data as the wiki
+(``wiki.queries.WikiData``): Jinja2 templates under ``templates/``, one stylesheet and one small script
+under ``static/``, the wiki's SVG charts, and a prebuilt search index the search page loads - so it
+opens from ``file://`` with no server and no network. Text from the history is rendered as markdown
+and sanitized (``render``); everything else Jinja2 escapes.
+
+``python -m pipeline serve`` serves the same files and adds live search (``serve``).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from ..tree import TreeResult, write_tree
+from ..wiki import pages as wiki_pages
+from ..wiki.markdown import fmt_credits, fmt_duration, fmt_ms, fmt_num, fmt_ts, fmt_usd, page_name, plural
+from ..wiki.queries import WikiData
+from .render import markdown
+
+HERE = Path(__file__).parent
+ANSWER_MAX = 20_000  # characters of an answer shown on a session page (the warehouse has all of it)
+SNIPPET = 240  # characters of a search result's text
+STATIC = ("site.css", "search.js")
+
+
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(ts=fmt_ts, num=fmt_num, credits=fmt_credits, usd=fmt_usd, duration=fmt_duration, ms=fmt_ms,
+                       md=markdown, page=page_name)
+    env.globals.update(plural=plural, unknown_note=wiki_pages.unknown_note, USAGE_NOTE=wiki_pages.USAGE_NOTE)
+    return env
+
+
+def timeline(turn: dict, calls: list[dict]) -> list[dict]:
+    """The tool calls of a prompt placed on the prompt's time span: ``offset_s`` from the prompt, and
+    ``left``/``width`` in percent for the bar (calls the source does not time get no bar)."""
+    start = turn["started_at"] if turn else None
+    ends = [turn["ended_at"]] if turn and turn["ended_at"] else []
+    for c in calls:
+        if c["called_at"] is not None:
+            ends.append(c["called_at"])
+            if c["duration_ms"] is not None:
+                ends.append(c["called_at"].timestamp() + c["duration_ms"] / 1000)
+    end = max((e if isinstance(e, float) else e.timestamp()) for e in ends) if ends else None
+    span = (end - start.timestamp()) if start and end else None
+    out = []
+    for c in calls:
+        row = dict(c)
+        row.update(offset_s=None, left=None, width=None)
+        if start and c["called_at"] is not None:
+            row["offset_s"] = max(0.0, c["called_at"].timestamp() - start.timestamp())
+            if span and span > 0:
+                row["left"] = round(min(100.0, 100 * row["offset_s"] / span), 2)
+                dur = (c["duration_ms"] or 0) / 1000
+                row["width"] = round(max(0.6, min(100 - row["left"], 100 * dur / span)), 2)
+        out.append(row)
+    return out
+
+
+def search_index(con: duckdb.DuckDBPyConnection, data: WikiData) -> str:
+    """``search-index.js``: every search document (prompts, answers, checkpoints, memories) with a snippet,
+    and per term the documents holding it with their BM25 weight - the weights of the warehouse's
+    ``search()`` macro (k1 = 1.2, b = 0.75), so the page ranks as ``serve`` and ``search`` do."""
+    docs = con.sql(f"""
+        select doc_id, kind, session_id, ref, title, written_at,
+               left(regexp_replace(coalesce(text, ''), '\\s+', ' ', 'g'), {SNIPPET}) as snippet
+        from int_search_docs order by doc_id""").fetchall()
+    index = {d[0]: i for i, d in enumerate(docs)}
+    postings: dict[str, list] = {}
+    for term, doc_id, weight in con.sql("""
+            with corpus as (select count(*) as n, avg(n_terms) as avg_terms from int_search_docs),
+            df as (select term, count(*) as df from int_search_terms group by term)
+            select t.term, t.doc_id,
+                   round(ln(1 + (corpus.n - df.df + 0.5) / (df.df + 0.5)) * t.tf * 2.2
+                         / (t.tf + 1.2 * (0.25 + 0.75 * d.n_terms / corpus.avg_terms)), 3)
+            from int_search_terms t join df using (term) join int_search_docs d using (doc_id) cross join corpus
+            order by t.term, t.doc_id""").fetchall():
+        postings.setdefault(term, []).extend((index[doc_id], weight))
+    sessions = {s["session_id"]: s for s in data.sessions}
+    rows = []
+    for _doc_id, kind, sid, ref, title, written_at, snippet in docs:
+        anchor = {"prompt": f"#prompt-{ref}", "answer": f"#prompt-{ref}", "checkpoint": f"#checkpoint-{ref}",
+                  "memory": "#memories"}.get(kind, "")
+        url = f"sessions/{page_name(sid)}.html{anchor}" if sid in sessions else ""
+        project = data.project_name.get(sessions[sid]["project_id"], "") if sid in sessions else ""
+        rows.append([kind, url, title or sid or ref or "", fmt_ts(written_at), snippet, project])
+    payload = json.dumps({"docs": rows, "terms": postings}, ensure_ascii=False, separators=(",", ":"),
+                         sort_keys=True)
+    # a <script> file, not JSON: browsers refuse fetch() from file://; "</" cannot end the script early
+    return "window.SEARCH_INDEX = " + payload.replace("</", "<\\/") + ";\n"
+
+
+def build_site(data: WikiData, svgs: dict[str, str], index_js: str, generated_at: datetime | None = None) -> dict:
+    """Every file of the site as {relative path: text}: a pure function of the page data."""
+    env = _env()
+    files: dict[str, str] = {}
+    top_topic = {pid: ts[0]["term"] for pid, ts in data.topics.items() if ts}
+    months = wiki_pages.month_pages(data.sessions)
+    nav_months = [(m, sum(len(p) for p in pages)) for m, pages in months.items()]
+    common = {"data": data, "people": len(data.people) > 1, "months": nav_months, "svgs": svgs,
+              "project_url": lambda pid, root: f"{root}projects/{data.project_slug.get(pid, pid)}.html",
+              "session_url": lambda sid, root: f"{root}sessions/{page_name(sid)}.html",
+              "month_url": lambda m, page, root: f"{root}{wiki_pages.month_file(m, page)[:-3]}.html"}
+
+    def render(name: str, rel: str, **kw: object) -> None:
+        root = "../" * rel.count("/")
+        files[rel] = env.get_template(name).render(root=root, **common, **kw)
+
+    render("index.html", "index.html", top_topic=top_topic, latest=data.sessions[:wiki_pages.LATEST_SESSIONS])
+    charted = set()
+    for p in data.projects:
+        pid, slug = p["project_id"], data.project_slug[p["project_id"]]
+        charted_here = f"charts/topics-{slug}.svg" in svgs
+        if charted_here:
+            charted.add(pid)
+        render("project.html", f"projects/{slug}.html", p=p, slug=slug, topic_chart=charted_here,
+               sessions=[x for x in data.sessions if x["project_id"] == pid],
+               usage=data.project_usage[pid])
+    turns_of = data.turns
+    for s in data.sessions:
+        sid = s["session_id"]
+        by_turn: dict[int | None, list[dict]] = {}
+        for c in data.tool_calls.get(sid, []):
+            by_turn.setdefault(c["turn_index"], []).append(c)
+        prompts = [{"turn": t, "calls": timeline(t, by_turn.get(t["turn_index"], []))} for t in turns_of.get(sid, [])]
+        render("session.html", f"sessions/{page_name(sid)}.html", s=s, prompts=prompts,
+               before=timeline(None, by_turn.get(None, [])), answer_max=ANSWER_MAX)
+    for m, pages in months.items():
+        for i in range(len(pages)):
+            render("month.html", wiki_pages.month_file(m, i)[:-3] + ".html", month=m, page=i, pages=pages,
+                   n=sum(len(p) for p in pages))
+    render("files.html", "files.html")
+    render("topics.html", "topics.html", charted=charted)
+    render("usage.html", "usage.html")
+    render("runs.html", "runs.html")
+    render("search.html", "search.html")
+    if len(data.people) > 1:
+        render("people.html", "people.html")
+    for name in STATIC:
+        files[f"static/{name}"] = (HERE / "static" / name).read_text(encoding="utf-8")
+    files.update(svgs)
+    files["search-index.js"] = index_js
+    return files
+
+
+def write_site(con: duckdb.DuckDBPyConnection, data: WikiData, svgs: dict[str, str], out_dir: str | Path) -> TreeResult:
+    return write_tree(build_site(data, svgs, search_index(con, data)), out_dir, "site")

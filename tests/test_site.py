@@ -1,0 +1,291 @@
+"""The static site: sanitizing, the pages it writes, and - in a real browser (Debian's chromium driven
+by Playwright) - following links, searching, and a hostile prompt rendered inert. Browser tests skip
+when chromium or Playwright is missing, unless COPILOT_TEST_BROWSER=required (CI sets it).
+
+``make screenshots`` runs the browser tests with SITE_SCREENSHOTS=data/screenshots: the README's images.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import threading
+import time
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.ingest import ingest
+from pipeline.site import timeline
+from pipeline.site.render import markdown
+from pipeline.wiki.markdown import quoted, safe_markdown
+
+from .conftest import REPO, SAMPLE_HOME
+
+VSCODE_USER = REPO / "data" / "sample" / "vscode-user"
+HOSTILE = [
+    "<script>window.__pwned = 1</script>",
+    '<img src=x onerror="window.__pwned = 1">',
+    "[click me](javascript:window.__pwned=1)",
+    "[ref][1]\n\n[1]: javascript:window.__pwned=1",
+    "<javascript:window.__pwned=1>",
+    "[data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    '<a href="javascript:window.__pwned=1">raw link</a>',
+    "<svg onload=window.__pwned=1>",
+    "<!-- comment --><iframe src=//evil.example></iframe>",
+    "![remote](https://evil.example/pixel.png)",
+]
+
+
+# ------------------------------------------------------------------------------ sanitizing (no browser)
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_markdown_from_the_history_renders_inert(text):
+    parser = _Tags()
+    parser.feed(str(markdown(text)))
+    for tag, attrs in parser.tags:  # the elements a browser would build
+        assert tag not in {"script", "img", "iframe", "svg", "object", "embed", "style"}
+        assert not [a for a in attrs if a.startswith("on") or a == "style"]
+        assert not re.match(r"\s*(javascript|data|vbscript|file):", attrs.get("href", ""), re.I)
+
+
+def test_markdown_keeps_what_the_assistant_wrote():
+    html = str(markdown("# Plan\n\n- one\n- **two**\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```py\nx = 1 < 2\n```\n"
+                        "[docs](https://example.com/a)"))
+    assert "<h1>Plan</h1>" in html and "<strong>two</strong>" in html and "<td>1</td>" in html
+    assert '<code class="language-py">x = 1 &lt; 2' in html
+    assert '<a href="https://example.com/a" rel="noopener noreferrer nofollow">docs</a>' in html
+    assert "more characters in the warehouse" in str(markdown("x" * 50, limit=10))
+
+
+def test_wiki_markdown_is_kept_as_markdown_but_inert():
+    text = ("## Steps\n\n1. run `a < b`\n<script>x()</script>\n[l](javascript:alert(1))\n"
+            "[r]: vbscript:x\n```\n<b>code</b>\n```\n\n    <i>indented code</i>")
+    out = safe_markdown(text)
+    assert "## Steps" in out and "`a < b`" in out  # code spans keep their text
+    assert "&lt;script>x()&lt;/script>" in out
+    assert "](#blocked-javascript:alert(1))" in out and "[r]: #blocked-vbscript:x" in out
+    assert "```\n<b>code</b>\n```" in out and "    <i>indented code</i>" in out
+    assert quoted("a\n\nb") == "> a\n>\n> b"
+
+
+def test_timeline_places_calls_on_the_prompt_span():
+    from datetime import datetime, timedelta, timezone
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    turn = {"started_at": t0, "ended_at": t0 + timedelta(seconds=100)}
+    calls = [{"called_at": t0 + timedelta(seconds=50), "duration_ms": 25_000},
+             {"called_at": None, "duration_ms": None}]
+    placed = timeline(turn, calls)
+    assert (placed[0]["offset_s"], placed[0]["left"], placed[0]["width"]) == (50.0, 50.0, 25.0)
+    assert placed[1]["left"] is None and placed[1]["offset_s"] is None
+
+
+# ------------------------------------------------------------------------------ the demo site
+def _hostile_home(tmp_path: Path) -> Path:
+    home = tmp_path / "copilot-home"
+    shutil.copytree(SAMPLE_HOME, home)
+    folder = home / "session-state" / "hostile-session"
+    folder.mkdir()
+    (folder / "workspace.yaml").write_text("summary: '<img src=x onerror=window.__pwned=1> hostile'\n"
+                                           "cwd: /home/dev/evil\n")
+    events = [{"type": "session.start", "data": {"sessionId": "hostile-session"}, "id": "0",
+               "timestamp": "2026-10-01T00:00:00Z"},
+              {"type": "user.message", "data": {"content": "\n".join(HOSTILE)}, "id": "1",
+               "timestamp": "2026-10-01T00:00:01Z"},
+              {"type": "assistant.message", "data": {"messageId": "m", "content": "\n\n".join(HOSTILE),
+                                                     "toolRequests": []}, "id": "2",
+               "timestamp": "2026-10-01T00:00:02Z"},
+              {"type": "user.message", "data": {"content": "修复登录页面的错误，重写登录页面"}, "id": "3",
+               "timestamp": "2026-10-01T00:01:00Z"}]
+    (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return home
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("site")
+    wh, out = tmp / "w.duckdb", tmp / "out"
+    ingest(wh, [_hostile_home(tmp)], [VSCODE_USER])
+    assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_the_site_has_every_page_and_no_network(site):
+    root = site / "site"
+    sessions = list((root / "sessions").glob("*.html"))
+    assert (root / "index.html").is_file() and (root / "search.html").is_file() and len(sessions) == 14
+    for name in ("files.html", "topics.html", "usage.html", "runs.html", "static/site.css", "search-index.js",
+                 "charts/activity.svg"):
+        assert (root / name).is_file(), name
+    assert list((root / "months").glob("*.html")) and list((root / "projects").glob("*.html"))
+    for page in root.rglob("*.html"):
+        parser = _Tags()
+        parser.feed(page.read_text())
+        for tag, attrs in parser.tags:
+            target = attrs.get("src") or attrs.get("href") or ""
+            if tag in {"script", "img", "link"}:  # what a browser loads by itself: only the site's own files
+                assert target and "//" not in target and ":" not in target, f"{page}: {tag} {target}"
+            target = target.split("#")[0].split("?")[0]
+            if target and ":" not in target and "//" not in target:
+                assert (page.parent / target).resolve().is_file(), f"{page.name}: broken link {target}"
+
+
+def test_a_failed_tool_call_shows_its_error(site):
+    page = (site / "site" / "sessions" / "dd47978c-bf05-5f0e-ae2a-1880e2c4898a.html").read_text()
+    failed = re.search(r'<li class="call failed">.*?</li>', page, re.S).group(0)
+    assert "bash" in failed and "pytest tests/test_token_refresh.py" in failed and "1 failed" in failed
+
+
+def test_cjk_prompts_get_topics_and_search(site):
+    wh = site.parent / "w.duckdb"
+    import duckdb
+    con = duckdb.connect(str(wh), read_only=True)
+    terms = {r[0] for r in con.execute("select term from report_topics t join dim_sessions s using (project_id) "
+                                       "where s.session_id = 'hostile-session'").fetchall()}
+    hits = con.execute("select session_id from search('登录页面')").fetchall()
+    con.close()
+    assert {"登录", "页面"} <= terms
+    assert hits[0][0] == "hostile-session"
+
+
+# ------------------------------------------------------------------------------ in a real browser
+def _browser():
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    if not exe or sync_playwright is None:
+        if os.environ.get("COPILOT_TEST_BROWSER") == "required":
+            pytest.fail("the browser tests are required here but chromium or playwright is missing")
+        pytest.skip("no chromium or playwright for the browser tests")
+    return exe, sync_playwright
+
+
+@pytest.fixture(scope="module")
+def page():
+    exe, sync_playwright = _browser()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        pg = context.new_page()
+        pg.errors = []
+        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+        pg.on("dialog", lambda d: (pg.errors.append("dialog: " + d.message), d.dismiss()))
+        requests = []
+        pg.on("request", lambda r: requests.append(r.url))
+        pg.requests = requests
+        yield pg
+        browser.close()
+
+
+def _shot(page, name: str, tmp: Path) -> None:
+    folder = Path(os.environ.get("SITE_SCREENSHOTS") or tmp)
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=name != "index")
+
+
+def test_browse_from_the_index_to_a_session_and_back(site, page, tmp_path):
+    index = (site / "site" / "index.html").resolve().as_uri()
+    page.goto(index)
+    assert page.title() == "Overview · Copilot history"
+    _shot(page, "index", tmp_path)
+    page.click("text=Token refresh rotation")
+    assert page.url.endswith("/sessions/dd47978c-bf05-5f0e-ae2a-1880e2c4898a.html")
+    failed = page.locator("li.call.failed")
+    assert failed.count() == 1 and "1 failed" in failed.inner_text()
+    _shot(page, "session", tmp_path)
+    page.click(".crumbs >> text=acme-api")
+    assert "/projects/acme-api-" in page.url and page.locator("main > h1").inner_text() == "acme-api"
+    _shot(page, "project", tmp_path)
+    page.go_back()
+    page.go_back()
+    assert page.url == index
+    page.click("ul.months >> text=2026-09")
+    assert page.locator("main > h1").inner_text() == "Sessions of 2026-09"
+    assert page.locator("table.sessions tbody tr").count() == 11
+    assert not page.errors and all(u.startswith("file://") for u in page.requests)
+
+
+def test_search_from_a_file_url(site, page, tmp_path):
+    page.goto((site / "site" / "index.html").resolve().as_uri())
+    page.fill(".quick-search input", "token refresh")
+    page.press(".quick-search input", "Enter")
+    page.wait_for_selector("#results li")
+    assert "results (index)" in page.inner_text("#status")
+    first = page.locator("#results li a").first
+    assert first.inner_text() == "Token refresh rotation"
+    _shot(page, "search", tmp_path)
+    from playwright.sync_api import expect
+
+    page.uncheck("input[value=checkpoint]")
+    expect(page.locator("#results")).not_to_contain_text("· checkpoint")
+    page.fill("#q", "登录页面")
+    expect(page.locator("#status")).to_contain_text("1 result (index)")
+    page.locator("#results li a").first.click()
+    page.wait_for_url("**/sessions/hostile-session.html#prompt-1")
+    assert not page.errors
+
+
+def test_a_hostile_prompt_renders_inert(site, page):
+    page.goto((site / "site" / "sessions" / "hostile-session.html").resolve().as_uri())
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__pwned") is None
+    main_html = page.inner_html("main")
+    assert page.locator("main script, main img, main iframe, main svg:not(.bar)").count() == 0
+    assert page.locator("main a[href^='javascript'], main a[href^='data']").count() == 0
+    assert "window.__pwned = 1</script>" not in main_html  # shown as text, escaped
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in main_html
+    for link in page.locator("main .answer a").all():
+        link.click()
+    assert page.evaluate("window.__pwned") is None and not page.errors
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_adds_live_search(site, page):
+    import uvicorn
+
+    from pipeline.serve import app
+
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app(site / "site", site.parent / "w.duckdb"), host="127.0.0.1",
+                                           port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(100):
+            if server.started:
+                break
+            time.sleep(0.05)
+        api = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/search?q=token+refresh&k=3"))
+        assert len(api) == 3 and api[0]["score"] >= api[1]["score"] >= api[2]["score"]
+        assert api[0]["url"].startswith("sessions/")
+        page.goto(f"http://127.0.0.1:{port}/search.html?q=token%20refresh")
+        page.wait_for_selector("#results li")
+        assert "(live)" in page.inner_text("#status")
+        assert page.locator("#results li a").first.inner_text() == api[0]["title"]
+        page.locator("#results li a").first.click()
+        assert page.locator("main > h1").inner_text() == api[0]["title"]
+    finally:
+        server.should_exit = True
+        thread.join(10)
