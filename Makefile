@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 WAREHOUSE ?= data/warehouse.duckdb
 ARGS ?=
 
-.PHONY: help install ingest report demo test lint sample models bench clean
+.PHONY: help install ingest report serve demo test lint sample models bench screenshots clean
 
-help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+help:  ## list the targets (with the values they use now; change them as in make bench SIZE=256)
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}' \
+		| sed -e 's|$$(WAREHOUSE)|$(WAREHOUSE)|g' -e 's|$$(SIZE)|$(SIZE)|g'
+	@echo "  values: WAREHOUSE=$(WAREHOUSE) SIZE=$(SIZE) ARGS='$(ARGS)'"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +24,11 @@ install: $(STAMP)  ## create .venv and install the pipeline with its dev tools
 ingest: $(STAMP)  ## ingest this machine's Copilot history into $(WAREHOUSE) (ARGS="--full" etc.)
 	$(PY) -m pipeline ingest --warehouse $(WAREHOUSE) $(ARGS)
 
-report: $(STAMP)  ## export parquet from $(WAREHOUSE) into data/
+report: $(STAMP)  ## parquet, the wiki and the HTML site from $(WAREHOUSE) into data/
 	$(PY) -m pipeline report --warehouse $(WAREHOUSE) $(ARGS)
+
+serve: $(STAMP)  ## serve data/site on http://127.0.0.1:8000 with live search over $(WAREHOUSE)
+	$(PY) -m pipeline serve --warehouse $(WAREHOUSE) $(ARGS)
 
 models: $(STAMP)  ## rebuild the SQL models in sql/ on $(WAREHOUSE) and run the checks
 	$(PY) -m pipeline models --warehouse $(WAREHOUSE)
@@ -39,8 +44,11 @@ lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
 	$(VENV)/bin/sqlfluff lint sql
 
 SIZE ?= 1024
-bench: $(STAMP)  ## timings and peak memory on a SIZE-MB synthetic corpus (SIZES=256,512,1024 for scaling)
-	$(PY) -m tools.bench --size-mb $(SIZE) $(if $(SIZES),--sizes $(SIZES),)
+bench: $(STAMP)  ## timings and peak memory on SIZE-MB synthetic corpora of both shapes (SIZES=256,512,1024 for scaling; SHAPES=events or outputs for one)
+	$(PY) -m tools.bench --size-mb $(SIZE) $(if $(SIZES),--sizes $(SIZES),) $(if $(SHAPES),--shapes $(SHAPES),)
+
+screenshots: $(STAMP)  ## the README's screenshots of the demo site (browser tests, into data/screenshots/)
+	SITE_SCREENSHOTS=data/screenshots $(PY) -m pytest -q tests/test_site.py -k "browse or search"
 
 sample: $(STAMP)  ## regenerate the synthetic sample corpus under data/sample/
 	$(PY) -m tools.sample data/sample

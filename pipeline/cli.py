@@ -7,63 +7,102 @@ without loading the readers, and an ingest that changed nothing without polars a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
-import json
 import logging
 import os
-import shutil
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from .runs import RunSummary
 
-DEFAULT_WAREHOUSE = "data/warehouse.duckdb"
+DEFAULT_WAREHOUSE = "data/warehouse.duckdb"  # unless $COPILOT_WAREHOUSE names another
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = REPO_ROOT / "data" / "sample"
 
 log = logging.getLogger("pipeline")
 
 
+def default_warehouse() -> str:
+    """$COPILOT_WAREHOUSE, else data/warehouse.duckdb (relative to the current folder)."""
+    return os.environ.get("COPILOT_WAREHOUSE") or DEFAULT_WAREHOUSE
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    import duckdb
+    try:
+        mine = version("copilot-warehouse")
+    except PackageNotFoundError:
+        mine = "unknown (not installed)"
+    return f"copilot-warehouse {mine} (DuckDB {duckdb.__version__}, Python {sys.version.split()[0]})"
+
+
+def _common(parser: argparse.ArgumentParser, top: bool) -> None:
+    """-v and -q, accepted before the verb and after it (after it, only a given flag counts)."""
+    default = False if top else argparse.SUPPRESS
+    parser.add_argument("-v", "--verbose", action="store_true", default=default,
+                        help="log progress details to stderr (and the traceback of an internal error)")
+    parser.add_argument("-q", "--quiet", action="store_true", default=default,
+                        help="no progress bar and no summary; only errors")
+
+
+class _Sub(argparse.ArgumentParser):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        _common(self, top=False)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pipeline",
-                                description="Turn GitHub Copilot history into a DuckDB warehouse.")
-    p.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
-    sub = p.add_subparsers(dest="verb", required=True)
+                                description="Turn GitHub Copilot history into a DuckDB warehouse. The warehouse "
+                                            "is data/warehouse.duckdb unless --warehouse or $COPILOT_WAREHOUSE "
+                                            "names another.")
+    p.add_argument("--version", action="version", version=_version())
+    _common(p, top=True)
+    sub = p.add_subparsers(dest="verb", required=True, parser_class=_Sub)
+
+    so = sub.add_parser("sources", help="what ingest would read, from where: files, bytes and last change per "
+                                        "kind (reads nothing into the warehouse)")
+    so.add_argument("--copilot-home", action="append", type=Path, default=[], metavar="DIR",
+                    help="a Copilot CLI home; repeatable (default: the ones ingest finds)")
+    so.add_argument("--vscode-user", action="append", type=Path, default=[], metavar="DIR",
+                    help="a VS Code User folder; repeatable")
+    so.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
 
     ing = sub.add_parser("ingest", help="read Copilot history into the warehouse")
     ing.add_argument("--copilot-home", action="append", type=Path, default=[], metavar="DIR",
                      help="a Copilot CLI home (holds session-state/, session-store.db); repeatable")
     ing.add_argument("--vscode-user", action="append", type=Path, default=[], metavar="DIR",
                      help="a VS Code User folder (holds workspaceStorage/); repeatable")
-    ing.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help=f"DuckDB file (default {DEFAULT_WAREHOUSE})")
+    ing.add_argument("--warehouse", default=None, help=f"DuckDB file (default $COPILOT_WAREHOUSE, else "
+                                                       f"{DEFAULT_WAREHOUSE})")
     ing.add_argument("--full", action="store_true", help="rebuild the warehouse from scratch")
     ing.add_argument("--no-redact", action="store_true",
                      help="keep secrets in the text (only for a private warehouse; off by default)")
-    ing.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
 
     rep = sub.add_parser("report", help="export parquet for BI tools and write the markdown wiki")
     rep.add_argument("--warehouse", default=None, help=f"DuckDB file (default {DEFAULT_WAREHOUSE}; with --lake: "
                                                        "the local copy of the lake, default in ~/.cache)")
     _lake_argument(rep)
-    rep.add_argument("--out", default="data", type=Path, help="output folder (default data/)")
-    rep.add_argument("--quiet", action="store_true")
+    rep.add_argument("--out", default="data", type=Path, help="output folder: parquet/, wiki/ and site/ "
+                                                              "(default data/)")
 
     demo = sub.add_parser("demo", help="ingest + report on the bundled sample corpus into data/demo/")
     demo.add_argument("--out", default=REPO_ROOT / "data" / "demo", type=Path)
-    demo.add_argument("--quiet", action="store_true")
 
     se = sub.add_parser("search", help="BM25 full-text search over prompts, answers, checkpoints and memories")
     se.add_argument("words")
     se.add_argument("--limit", type=int, default=10, help="results to show (default 10)")
-    se.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    se.add_argument("--warehouse", default=None)
     se.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
 
     mo = sub.add_parser("models", help="rebuild the SQL models (sql/) and run the data checks")
-    mo.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    mo.add_argument("--warehouse", default=None)
 
     us = sub.add_parser("usage", help="requests, tokens, AI credits and dollars by day, week, month, session, "
                                       "model or project")
@@ -88,7 +127,6 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
                                                        "only; the history holds your prompts)")
-    sv.add_argument("--quiet", action="store_true")
 
     pu = sub.add_parser("push", help="team mode: copy this machine's sessions into a DuckLake shared by several "
                                      "machines or people")
@@ -97,14 +135,13 @@ def _parser() -> argparse.ArgumentParser:
                          "password from PGPASSWORD or ~/.pgpass) or a local .sqlite/.duckdb catalog file")
     pu.add_argument("--data-path", metavar="PATH", help="where the lake keeps its parquet files (needed by the "
                                                          "first push; recorded in the catalog)")
-    pu.add_argument("--warehouse", default=DEFAULT_WAREHOUSE)
+    pu.add_argument("--warehouse", default=None)
     pu.add_argument("--machine", help="this machine's name in the lake (default $COPILOT_WAREHOUSE_MACHINE, "
                                       "else the host name)")
     pu.add_argument("--user", help="who pushes (default $COPILOT_WAREHOUSE_USER, else git's user.name, else the "
                                    "login name)")
     pu.add_argument("--metrics-only", action="store_true",
                     help="push no prompt, answer, title, checkpoint, memory or tool text: usage and activity only")
-    pu.add_argument("--quiet", action="store_true")
     return p
 
 
@@ -119,7 +156,7 @@ def _warehouse(args: argparse.Namespace) -> str | Path:
     if getattr(args, "lake", None):
         from .lake import lake_warehouse
         return lake_warehouse(args.lake, args.warehouse)
-    return args.warehouse or DEFAULT_WAREHOUSE
+    return args.warehouse or default_warehouse()
 
 
 def _date(text: str):
@@ -134,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    if getattr(args, "quiet", False) and not args.verbose:
+    if args.quiet and not args.verbose:
         logging.getLogger().setLevel(logging.ERROR)
     from .checks import ChecksFailed
     from .extensions import ExtensionError
@@ -145,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         verbs = {"ingest": cmd_ingest, "report": cmd_report, "demo": cmd_demo, "query": cmd_query,
                  "search": cmd_search, "models": cmd_models, "usage": cmd_usage, "push": cmd_push,
-                 "serve": cmd_serve}
+                 "serve": cmd_serve, "sources": cmd_sources}
         return verbs[args.verb](args)
     except (SourceError, WarehouseError, LakeError, ExtensionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -211,20 +248,46 @@ def _target(args: argparse.Namespace) -> str:
     return str(Path.cwd())
 
 
-def _progress(quiet: bool):
-    if quiet or not sys.stderr.isatty():
-        return None, None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None, None
-    bar = tqdm(total=0, unit="file", file=sys.stderr, leave=False)
+class _Bar:
+    """The progress bar of a verb: one line on stderr, labelled with the phase (a bar where the phase
+    counts files, the time spent where it does not); on a TTY only, off with -q. Log lines printed
+    meanwhile go above it (tqdm's logging redirect), not through it."""
 
-    def update(i: int, total: int, _path: str):
-        bar.total = total
-        bar.n = i + 1
-        bar.refresh()
-    return update, bar
+    def __init__(self, unit: str = "file"):
+        from tqdm import tqdm
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        self.bar = tqdm(total=None, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True,
+                        bar_format="{desc}")
+        self.redirect = logging_redirect_tqdm(tqdm_class=tqdm)
+        self.redirect.__enter__()
+        self.label = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if label != self.label:
+            self.label = label
+            self.bar.reset(total=total or None)
+            self.bar.total = total or None
+            self.bar.bar_format = None if total else "{desc}… {elapsed}"
+            self.bar.set_description_str(label, refresh=False)
+        self.bar.n = done
+        self.bar.refresh()
+
+    def step(self, label: str) -> None:
+        self(0, 0, label)
+
+    def close(self) -> None:
+        self.bar.close()
+        self.redirect.__exit__(None, None, None)
+
+
+def _progress(quiet: bool) -> _Bar | None:
+    if quiet or not sys.stderr.isatty():
+        return None
+    try:
+        return _Bar()
+    except ImportError:  # tqdm is the optional [progress] extra
+        return None
 
 
 def _sources(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
@@ -243,9 +306,12 @@ def _sources(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
 def run_ingest(warehouse: str | Path, homes: list[Path], users: list[Path], *, full: bool = False,
                redact: bool = True, quiet: bool = False) -> RunSummary:
     from .ingest import ingest
-    update, bar = _progress(quiet)
+    from .inventory import warnings
+    for line in warnings(homes, users):
+        print(f"warning: {line}", file=sys.stderr)
+    bar = _progress(quiet)
     try:
-        summary = ingest(warehouse, homes, users, full=full, redact=redact, progress=update)
+        summary = ingest(warehouse, homes, users, full=full, redact=redact, progress=bar)
     finally:
         if bar is not None:
             bar.close()
@@ -260,15 +326,51 @@ def run_ingest(warehouse: str | Path, homes: list[Path], users: list[Path], *, f
     return summary
 
 
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return ""
+
+
+def cmd_sources(args: argparse.Namespace) -> int:
+    from .ingest import check_sources
+    from .inventory import inventory, warnings
+    from .output import write
+    from .sources import KINDS
+    homes, users = _sources(args)
+    check_sources(homes, users)
+    for line in warnings(homes, users):
+        print(f"warning: {line}", file=sys.stderr)
+    rows, problems = inventory(homes, users)
+    write(["root", "kind", "files", "size", "bytes", "last change", "what"],
+          [[r.root, r.kind, r.files, _size(r.bytes), r.bytes, r.newest, KINDS[r.kind].files if r.kind in KINDS else ""]
+           for r in rows], args.format)
+    if not args.quiet:
+        roots = [*homes, *users]
+        total = sum(r.bytes for r in rows)
+        print(f"{sum(r.files for r in rows):,} sources ({_size(total)}) under {len(roots)} "
+              f"folder{'s' if len(roots) != 1 else ''}" + (f"; {len(problems)} could not be listed or examined "
+                                                            "(ingest records each in _rejects)" if problems else ""),
+              file=sys.stderr)
+    return 0
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     homes, users = _sources(args)
-    run_ingest(args.warehouse, homes, users, full=args.full, redact=not args.no_redact, quiet=args.quiet)
+    run_ingest(_warehouse(args), homes, users, full=args.full, redact=not args.no_redact, quiet=args.quiet)
     return 0
 
 
 def _report(warehouse: str | Path, out: Path, quiet: bool) -> None:
     from .report import run_report
-    parquet, wiki, site = run_report(warehouse, out)
+    bar = _progress(quiet)
+    try:
+        parquet, wiki, site = run_report(warehouse, out, progress=bar.step if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
     if not quiet:
         print(f"report: {len(parquet)} parquet files in {out / 'parquet'}")
         print(wiki.line(out / "wiki") + f"; start at {out / 'wiki' / 'index.md'}")
@@ -282,7 +384,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .serve import serve
-    warehouse, out = args.warehouse or DEFAULT_WAREHOUSE, Path(args.out)
+    warehouse, out = _warehouse(args), Path(args.out)
     if not (out / "site" / "index.html").is_file():
         _report(warehouse, out, args.quiet)
     if not args.quiet:
@@ -294,8 +396,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_push(args: argparse.Namespace) -> int:
     from .lake import push
-    summary = push(args.warehouse, args.lake, data_path=args.data_path, machine=args.machine, user=args.user,
-                   metrics_only=args.metrics_only)
+    summary = push(args.warehouse or default_warehouse(), args.lake, data_path=args.data_path,
+                   machine=args.machine, user=args.user, metrics_only=args.metrics_only)
     if not args.quiet:
         print(summary.line(args.lake))
     return 0
@@ -306,12 +408,44 @@ def cmd_demo(args: argparse.Namespace) -> int:
     warehouse = out / "warehouse.duckdb"
     for old in (warehouse, warehouse.with_name(warehouse.name + ".wal")):  # the demo always starts afresh
         old.unlink(missing_ok=True)  # (and a file an older DuckDB wrote cannot stop it)
+    if not args.verbose:  # the planted damages are explained below, not logged as warnings
+        logging.getLogger("pipeline.load").setLevel(logging.ERROR)
     run_ingest(warehouse, [SAMPLE / "copilot-home"], [SAMPLE / "vscode-user"], full=True, quiet=args.quiet)
+    if not args.quiet:
+        _explain_damages(warehouse)
     _report(warehouse, out, args.quiet)
     if not args.quiet:
-        print(f"try: python -m pipeline query --warehouse {warehouse} "
+        python = Path(sys.executable)
+        with contextlib.suppress(ValueError):  # the python that ran this, as typed from here: .venv/bin/python
+            python = python.relative_to(Path.cwd())
+        shown = warehouse.resolve()
+        with contextlib.suppress(ValueError):
+            shown = shown.relative_to(Path.cwd())
+        print(f"try:  {python} -m pipeline query --warehouse {shown} "
               "\"select title, n_turns, n_tool_calls from dim_sessions order by started_at\"")
+        print(f"open in a browser: {(out / 'site' / 'index.html').resolve()}")
     return 0
+
+
+def _explain_damages(warehouse: Path) -> None:
+    """The sample corpus is damaged on purpose; say so, and what the run did with each damage."""
+    from .warehouse import connect
+    con = connect(warehouse, read_only=True)
+    try:
+        rows = con.execute("select source_path, line_number, reason from _rejects "
+                           "order by source_path, line_number nulls first").fetchall()
+    finally:
+        con.close()
+    if not rows:
+        return
+    print(f"The sample corpus has {len(rows)} damaged record{'s' if len(rows) != 1 else ''} planted on purpose: each "
+          "became one row in _rejects, and the rest of its file was read:")
+    for path, line, reason in rows:
+        with contextlib.suppress(ValueError):
+            path = str(Path(path).relative_to(SAMPLE))
+        short = re.sub(r"\s\([^()]{30,}\)", "", reason)  # without the parser's long details
+        print(f"  - {path}" + (f" line {line}" if line else "") + f": {short}")
+    print("  Your own history gets the same treatment: `python -m pipeline query \"select * from _rejects\"`.")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -319,17 +453,19 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.limit < 1:
         print("error: --limit must be at least 1", file=sys.stderr)
         return 2
-    con = connect(args.warehouse, read_only=True)
+    from .output import write
+    con = connect(_warehouse(args), read_only=True)
     try:
-        df = con.sql("select score, kind, session_id, ref, title, written_at, "
-                     "left(regexp_replace(text, '\\s+', ' ', 'g'), 160) as snippet "
-                     "from search(?, k := ?)", params=[args.words, args.limit]).pl()
+        rel = con.sql("select score, kind, session_id, ref, title, written_at, "
+                      "left(regexp_replace(text, '\\s+', ' ', 'g'), 160) as snippet "
+                      "from search(?, k := ?)", params=[args.words, args.limit])
+        columns, rows = rel.columns, rel.fetchall()
     finally:
         con.close()
-    if df.is_empty():
+    if not rows:
         print(f"no matches for {args.words!r}", file=sys.stderr)
         return 1
-    _print_frame(df, args.format)
+    write(columns, rows, args.format)
     return 0
 
 
@@ -358,7 +494,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     from .checks import ChecksFailed, run_checks
     from .models import run_models
     from .warehouse import connect, transaction
-    con = connect(args.warehouse)
+    con = connect(_warehouse(args))
     try:
         with transaction(con):
             built = run_models(con)
@@ -372,40 +508,25 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    from .output import write
     from .warehouse import connect
     con = connect(_warehouse(args), read_only=True)
     try:
-        rel = con.sql(args.sql)
-        if rel is None:
-            return 0
-        df = rel.pl()
-    except Exception as exc:  # duckdb raises many error types; all are the user's SQL
-        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 1
+        try:
+            rel = con.sql(args.sql)
+            if rel is None:
+                return 0
+            columns = rel.columns
+            rel.execute()
+        except Exception as exc:  # duckdb raises many error types; all are the user's SQL
+            print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 1
+        write(columns, _batches(rel), args.format)
     finally:
         con.close()
-    _print_frame(df, args.format)
     return 0
 
 
-def _print_frame(df: pl.DataFrame, fmt: str) -> None:
-    import polars as pl
-    if fmt == "csv":
-        nested = [c for c, t in df.schema.items() if t.is_nested()]
-        flat = df.with_columns(pl.col(c).map_elements(lambda v: json.dumps(v.to_list() if hasattr(v, "to_list")
-                                                                           else v), return_dtype=pl.String)
-                               for c in nested)
-        sys.stdout.write(flat.write_csv())
-    elif fmt == "json":
-        sys.stdout.write(df.write_json() + "\n")
-    elif fmt == "markdown":
-        cols = df.columns
-        print("| " + " | ".join(cols) + " |")
-        print("|" + "|".join("---" for _ in cols) + "|")
-        for row in df.iter_rows():
-            print("| " + " | ".join("" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
-                                    for v in row) + " |")
-    else:
-        width = max(shutil.get_terminal_size((200, 40)).columns, 120)
-        with pl.Config(tbl_rows=200, tbl_cols=30, fmt_str_lengths=60, tbl_width_chars=width):
-            print(df)
+def _batches(rel: object, size: int = 10_000):
+    while batch := rel.fetchmany(size):
+        yield from batch

@@ -48,7 +48,10 @@ def check_sources(copilot_homes: list[Path], vscode_users: list[Path]) -> None:
 def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[Path] | None = None, *,
            full: bool = False, redact: bool = True, now: datetime | None = None,
            progress: Callable[[int, int, str], None] | None = None, workers: int | None = None) -> RunSummary:
+    """Read what changed under the roots into ``warehouse`` in one transaction. ``progress(done, total,
+    phase)`` is told each phase as it starts (total 0: not counted) and each source read."""
     vscode_users = vscode_users or []
+    tell = progress or (lambda _done, _total, _phase: None)
     check_sources(copilot_homes, vscode_users)
     started = time.perf_counter()
     now = now or datetime.now(timezone.utc)
@@ -79,6 +82,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                 affected |= state.all_staged_sessions()
 
             # discover and plan: which sources changed since the last run
+            tell(0, 0, "finding sources")
             finder = Finder()
             sources = discover(copilot_homes, vscode_users, finder)
             state.record_problems(roots, finder.problems)
@@ -93,16 +97,17 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             # read them (on every core) and stage their rows
             jobs = [(p.source, p.prior, p.size) for p in plans]
             done = 0
+            tell(0, len(jobs), "reading")
             for batch in read_all(jobs, summary.run_id, redact, workers, str(folder / "scratch")):
                 for read in batch.reads:
-                    if progress:
-                        progress(done, len(jobs), read.source.path)
                     redactions.update(read.redactions)
                     affected |= state.apply(read, plans[done])
                     done += 1
+                    tell(done, len(jobs), "reading")
                 for table, rows in batch.tables.items():  # the rows of all the batch's sources, in order
                     summary.n_records += spool.add(table, rows)
             mark = summary.phase("read", mark)
+            tell(0, 0, "staging rows")
             spool.load()
             affected |= state.mark_gone(roots)
             root_repos: dict[str, str] = {}
@@ -113,13 +118,16 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             mark = summary.phase("stage", mark)
 
             # the star rows of the sessions that changed, then the SQL models and the checks
+            tell(0, 0, "star schema")
             star.rebuild(con, sorted(affected), folder / "star", root_repos)
             mark = summary.phase("star", mark)
             if affected or new_models:
                 whole = full or upgrade or new_models or not incremental_models_filled(con)
                 scope = None if whole else sorted(affected)  # None: every session
+                tell(0, 0, "SQL models")
                 run_models(con, scope)
                 mark = summary.phase("models", mark)
+                tell(0, 0, "data checks")
                 failures = run_checks(con, sessions=scope)
                 mark = summary.phase("checks", mark)
                 if failures:
@@ -137,6 +145,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             mark = summary.phase("summary", mark)
             set_format_version(con)
             record_run(con, summary, now)
+            tell(0, 0, "committing")
         summary.phase("commit", mark)  # logged only: _runs was written before the commit
     finally:
         con.close()

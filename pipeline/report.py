@@ -19,10 +19,10 @@ EXPORT_PREFIXES = ("dim_", "fct_", "report_")
 def export_parquet(warehouse: str | Path, out_dir: str | Path) -> list[Path]:
     """Write ``<out_dir>/<table>.parquet`` (zstd) for each exported table, sorted by its key."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    con = connect(warehouse, read_only=True)
+    con = connect(warehouse, read_only=True)  # first: a report that cannot start leaves no empty folder
     written = []
     try:
+        out_dir.mkdir(parents=True, exist_ok=True)
         tables = [r[0] for r in con.execute(
             "select table_name from information_schema.tables where table_schema = 'main' order by table_name"
         ).fetchall() if r[0].startswith(EXPORT_PREFIXES)]

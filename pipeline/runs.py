@@ -44,12 +44,16 @@ class RunSummary:
         return now
 
     def line(self) -> str:
+        """This run's counts, then the warehouse's totals after it (two lines)."""
         t = self.tables
-        return (f"ingest {self.mode}: {self.n_files_read} files read, {self.n_files_unchanged} unchanged, "
-                f"{self.n_records} records, {self.n_rejects} rejected, {self.n_redactions} secrets redacted; "
-                f"{t.get('dim_sessions', 0)} sessions, {t.get('fct_turns', 0)} turns, "
-                f"{t.get('fct_tool_calls', 0)} tool calls, {t.get('fct_checkpoints', 0)} checkpoints "
-                f"({self.n_sessions_changed} sessions rebuilt) in {self.seconds:.1f}s")
+
+        def n(k: int, word: str) -> str:
+            return f"{k:,} {word if k == 1 else word + 's'}"
+        return (f"ingest {self.mode}: read {n(self.n_files_read, 'file')} ({self.n_files_unchanged:,} unchanged), "
+                f"{n(self.n_records, 'record')}, {self.n_rejects:,} rejected, {n(self.n_redactions, 'secret')} "
+                f"redacted, {n(self.n_sessions_changed, 'session')} rebuilt in {self.seconds:.1f}s\n"
+                f"  warehouse now: {n(t.get('dim_sessions', 0), 'session')}, {n(t.get('fct_turns', 0), 'prompt')}, "
+                f"{n(t.get('fct_tool_calls', 0), 'tool call')}, {n(t.get('fct_checkpoints', 0), 'checkpoint')}")
 
 
 def record_run(con: duckdb.DuckDBPyConnection, summary: RunSummary, started_at: datetime) -> None:

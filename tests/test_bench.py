@@ -19,4 +19,6 @@ def test_bench_generates_a_corpus_and_runs_every_step(tmp_path, capsys):
     assert all(r["ok"] and r["seconds"] > 0 and r["rss_mb"] > 0 for r in rows)
     assert {p: p.stat().st_size for p in logs} == sizes  # the grown logs were cut back
     bench.print_table(1, rows)
-    assert "targets: full <= 3x floor" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "full <= 2x floor" in out and "full/floor" in out
+    assert "| events, " in bench.markdown({("events", 1): rows})

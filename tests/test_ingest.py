@@ -20,7 +20,7 @@ def test_cli_ingest_of_the_sample_corpus(sample_home, tmp_path, capsys):
     wh = tmp_path / "w.duckdb"
     assert main(["ingest", "--copilot-home", str(sample_home), "--warehouse", str(wh)]) == 0
     out = capsys.readouterr().out
-    assert "8 sessions, 11 turns, 24 tool calls, 3 checkpoints" in out
+    assert "warehouse now: 8 sessions, 11 prompts, 24 tool calls, 3 checkpoints" in out
     assert "2 records rejected" in out
     sessions = rows(wh, "select title, client, n_turns, n_tool_calls, n_failed_tool_calls, n_unknown_events, "
                         "n_resumes from dim_sessions order by started_at")

@@ -26,7 +26,7 @@ from pipeline.site import timeline
 from pipeline.site.render import markdown
 from pipeline.wiki.markdown import quoted, safe_markdown
 
-from .conftest import REPO, SAMPLE_HOME
+from .conftest import REPO, SAMPLE_HOME, rows
 
 VSCODE_USER = REPO / "data" / "sample" / "vscode-user"
 HOSTILE = [
@@ -118,10 +118,19 @@ def _hostile_home(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
+    """The sample corpus plus a session of hostile text and one of Chinese prompts."""
     tmp = tmp_path_factory.mktemp("site")
     wh, out = tmp / "w.duckdb", tmp / "out"
     ingest(wh, [_hostile_home(tmp)], [VSCODE_USER])
     assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    """What `make demo` writes (the README's screenshots are of it)."""
+    out = tmp_path_factory.mktemp("demo")
+    assert main(["demo", "--out", str(out), "--quiet"]) == 0
     return out
 
 
@@ -200,8 +209,8 @@ def _shot(page, name: str, tmp: Path) -> None:
     page.screenshot(path=str(folder / f"{name}.png"), full_page=name != "index")
 
 
-def test_browse_from_the_index_to_a_session_and_back(site, page, tmp_path):
-    index = (site / "site" / "index.html").resolve().as_uri()
+def test_browse_from_the_index_to_a_session_and_back(demo, page, tmp_path):
+    index = (demo / "site" / "index.html").resolve().as_uri()
     page.goto(index)
     assert page.title() == "Overview · Copilot history"
     _shot(page, "index", tmp_path)
@@ -218,12 +227,14 @@ def test_browse_from_the_index_to_a_session_and_back(site, page, tmp_path):
     assert page.url == index
     page.click("ul.months >> text=2026-09")
     assert page.locator("main > h1").inner_text() == "Sessions of 2026-09"
-    assert page.locator("table.sessions tbody tr").count() == 11
+    n = rows(demo / "warehouse.duckdb", "select count(*) from dim_sessions where strftime(started_at, '%Y-%m') = "
+                                        "'2026-09'")[0][0]
+    assert n > 1 and page.locator("table.sessions tbody tr").count() == n
     assert not page.errors and all(u.startswith("file://") for u in page.requests)
 
 
-def test_search_from_a_file_url(site, page, tmp_path):
-    page.goto((site / "site" / "index.html").resolve().as_uri())
+def test_search_from_a_file_url(demo, site, page, tmp_path):
+    page.goto((demo / "site" / "index.html").resolve().as_uri())
     page.fill(".quick-search input", "token refresh")
     page.press(".quick-search input", "Enter")
     page.wait_for_selector("#results li")
@@ -235,6 +246,7 @@ def test_search_from_a_file_url(site, page, tmp_path):
 
     page.uncheck("input[value=checkpoint]")
     expect(page.locator("#results")).not_to_contain_text("· checkpoint")
+    page.goto((site / "site" / "search.html").resolve().as_uri())  # the site with Chinese prompts
     page.fill("#q", "登录页面")
     expect(page.locator("#status")).to_contain_text("1 result (index)")
     page.locator("#results li a").first.click()
