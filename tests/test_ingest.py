@@ -211,14 +211,45 @@ def test_reading_on_several_cores_loads_exactly_what_one_core_loads(sample_home,
 
 def test_star_rows_built_from_the_trimmed_staging_pull_equal_those_from_all_of_it(sample_home, tmp_path,
                                                                                     monkeypatch):
-    from pipeline.load import star
+    # tool outputs past the prefix the star pulls (transform.star.RESULT_PREFIX): stored whole, and a
+    # `view` whose output starts after 5,000 characters of white space (some not ASCII) still reads as
+    # numbered lines, a file touch, exactly as when the star saw all of it
+    import json
 
+    from pipeline.load import star
+    from pipeline.transform.star import RESULT_PREFIX
+    folder = sample_home / "session-state" / "long-outputs"
+    folder.mkdir()
+    outputs = {"a": "\n".join(f"{i}. line {i}" for i in range(1, 2000)),
+               "b": " \u00a0\u2003\t\n" * 1000 + "1. numbered after white space",
+               "c": "\n".join(f"entry{i}/" for i in range(3000)),
+               "d": " " * (RESULT_PREFIX - 3) + "1. just inside the prefix"}
+    # no extension: only the output tells a file (numbered lines) from a folder (entries)
+    paths = {"a": "/w/p/a.py", "b": "/w/p/Makefile", "c": "/w/p/src", "d": "/w/p/Dockerfile"}
+    events = [{"type": "session.start", "data": {"sessionId": "long-outputs", "context": {"cwd": "/w/p"}},
+               "id": "0", "timestamp": "2026-10-01T00:00:00Z"},
+              {"type": "user.message", "data": {"content": "read them"}, "id": "1",
+               "timestamp": "2026-10-01T00:00:01Z"}]
+    for k, (call, out) in enumerate(outputs.items()):
+        events += [{"type": "tool.execution_start", "data": {"toolCallId": call, "toolName": "view",
+                                                            "arguments": {"path": paths[call]}},
+                    "id": f"s{k}", "timestamp": "2026-10-01T00:00:02Z"},
+                   {"type": "tool.execution_complete", "data": {"toolCallId": call, "success": True,
+                                                               "result": {"content": out}},
+                    "id": f"c{k}", "timestamp": "2026-10-01T00:00:03Z"}]
+    (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     trimmed, whole = tmp_path / "trimmed.duckdb", tmp_path / "whole.duckdb"
     users = [REPO / "data" / "sample" / "vscode-user"]
     ingest(trimmed, [sample_home], users)
     monkeypatch.setattr(star, "_staging_projection", lambda: {"stg_events": "*"})
     ingest(whole, [sample_home], users)
     assert snapshot(trimmed, STAR_TABLES) == snapshot(whole, STAR_TABLES)
+    stored = dict(rows(trimmed, "select tool_call_id, result_content from fct_tool_calls "
+                                "where session_id = 'long-outputs'"))
+    assert stored == outputs and all(len(v) > RESULT_PREFIX for v in outputs.values())
+    touched = {r[0] for r in rows(trimmed, "select f.path from fct_file_touches t join dim_files f using (file_id) "
+                                           "where t.session_id = 'long-outputs'")}
+    assert touched == {"a.py", "Makefile", "Dockerfile"}  # c is a folder listing
 
 
 def test_star_rows_are_the_same_whether_built_in_one_batch_or_many(sample_home, tmp_path, monkeypatch):

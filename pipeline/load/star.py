@@ -33,13 +33,18 @@ _ORDER = {"stg_events": "", "stg_tool_requests": ""}
 def _staging_projection() -> dict[str, str]:
     """What the star build selects from each staging table: the text columns of events only for
     the event types whose text the star reads (see ``transform.star.EVENT_TEXT_USED``)."""
-    from ..transform.star import EVENT_TEXT_SQL, EVENT_TEXT_USED  # polars, loaded only when a star is built
+    from ..transform.star import (  # polars, loaded only when a star is built
+        EVENT_TEXT_SQL,
+        EVENT_TEXT_USED,
+        RESULT_CONTENT_SQL,
+    )
 
     def column(col: str, types: tuple[str, ...]) -> str:
         cut = "".join(f" when event_type = '{t}' then {sql}" for t, sql in EVENT_TEXT_SQL.get(col, {}).items())
         return f"case when event_type in ({', '.join(repr(t) for t in types)}) then {col}{cut} end as {col}"
 
-    return {"stg_events": "* replace (" + ", ".join(column(c, ts) for c, ts in EVENT_TEXT_USED.items()) + ")"}
+    columns = [column(c, ts) for c, ts in EVENT_TEXT_USED.items()] + [f"{RESULT_CONTENT_SQL} as result_content"]
+    return {"stg_events": "* replace (" + ", ".join(columns) + ")"}
 
 
 def root_repositories(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], set[str]]:
@@ -80,8 +85,12 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     """
     if not affected:
         return
-    from ..transform.star import build_star
+    from ..transform.star import RESULT_SOURCE, build_star
 
+    # tool calls are staged with the event their output came from, and get the whole output from it
+    # below, in SQL: a large output never goes through polars (see transform.star.RESULT_PREFIX)
+    con.execute(f"create or replace temp table {_CALLS} as select *, null::varchar as {RESULT_SOURCE[0]}, "
+                f"null::bigint as {RESULT_SOURCE[1]} from fct_tool_calls limit 0")
     spool = Spool(con, spool_dir)
     projection = _staging_projection()
     present = con.sql("select source_path, session_id from _source_files where is_present").pl()
@@ -102,12 +111,23 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     for table in SESSION_TABLES:
         con.execute(f'delete from "{table}" where session_id in (select unnest(?))', [affected])
     spool.load()
+    path, line = RESULT_SOURCE
+    con.execute(f"""
+        insert into fct_tool_calls by name
+        select calls.* exclude ({path}, {line}) replace (
+            case when calls.{path} is null then calls.result_content else ev.result_content end as result_content)
+        from {_CALLS} as calls
+        left join stg_events as ev on ev._source_path = calls.{path} and ev._source_line = calls.{line}""")
+    con.execute(f"drop table {_CALLS}")
     _rebuild_memories_of_no_session(con)
+
+
+_CALLS = "_star_tool_calls"  # this run's tool calls before their outputs are filled in (a temp table)
 
 
 def _store(spool: Spool, star: dict[str, pl.DataFrame]) -> None:
     for table in SESSION_TABLES:
-        spool.add(table, star[table].to_arrow())
+        spool.add(_CALLS if table == "fct_tool_calls" else table, star[table].to_arrow())
 
 
 def _rebuild_memories_of_no_session(con: duckdb.DuckDBPyConnection) -> None:

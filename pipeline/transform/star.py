@@ -98,6 +98,18 @@ EVENT_TEXT_USED = {
 EVENT_TEXT_SQL = {
     "content": {SYSTEM_MESSAGE: r"regexp_extract(content, 'Current working directory: *[^\r\n]+', 0)"},
 }
+# A tool's output (result_content, up to megabytes) is never pulled through polars whole: the star
+# reads only whether it is there and how it starts (a `view` of a folder lists entries, not numbered
+# lines), so it gets the first RESULT_PREFIX characters - all of them when those are only white space,
+# so that the `^\s*1[.:|]` test below sees the same text (the first two characters after the white
+# space are within the prefix). fct_tool_calls keeps the path and line of
+# the completion event it took the output from (``RESULT_SOURCE``), and load/star.py fills in the
+# whole text from stg_events in SQL.
+RESULT_PREFIX = 4096
+RESULT_CONTENT_SQL = (f"case when length(result_content) <= {RESULT_PREFIX} or regexp_full_match("
+                      f"left(result_content, {RESULT_PREFIX - 2}), '[\\t\\n\\x0B\\f\\r\\x{{85}}\\pZ]*') "
+                      f"then result_content else left(result_content, {RESULT_PREFIX}) end")
+RESULT_SOURCE = ("_result_path", "_result_line")
 
 
 def prepare_events(events: pl.DataFrame) -> pl.DataFrame:
@@ -180,6 +192,9 @@ def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
                       pl.col("arguments").alias("start_args"), pl.col("model").alias("start_model"),
                       pl.col("mcp_server_name").alias("start_mcp"), pl.col("turn_index").alias("start_turn"),
                       pl.col("parent_tool_call_id").alias("start_parent"), pl.col("at").alias("started_at")))
+    source = [pl.col("_source_path").alias(RESULT_SOURCE[0]), pl.col("_source_line").alias(RESULT_SOURCE[1])] \
+        if "_source_line" in ev.columns else [pl.lit(None, pl.String).alias(RESULT_SOURCE[0]),
+                                              pl.lit(None, pl.Int64).alias(RESULT_SOURCE[1])]
     done = (ev.filter(pl.col("event_type").is_in(TOOL_COMPLETIONS))
             .with_columns(pl.coalesce("tool_call_id", pl.format("done-{}", "event_index")).alias("tool_call_id"))
             .unique(["session_id", "tool_call_id"], keep="last", maintain_order=True)
@@ -187,7 +202,7 @@ def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
                     pl.col("arguments").alias("done_args"), pl.col("model").alias("done_model"),
                     pl.col("turn_index").alias("done_turn"), pl.col("parent_tool_call_id").alias("done_parent"),
                     pl.col("success").alias("is_success"), "error_message", "result_content",
-                    pl.col("at").alias("completed_at")))
+                    pl.col("at").alias("completed_at"), *source))
     keys = pl.concat([f.select("session_id", "tool_call_id") for f in (req, starts, done)]).unique()
     calls = (keys.join(req, on=["session_id", "tool_call_id"], how="left")
              .join(starts, on=["session_id", "tool_call_id"], how="left")
@@ -203,7 +218,7 @@ def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce("start_parent", "done_parent").alias("parent_tool_call_id"),
         "requested_at",
         pl.coalesce("started_at", "requested_at").alias("started_at"),
-        "completed_at",
+        "completed_at", *RESULT_SOURCE,
     ).with_columns(
         (pl.col("completed_at") - pl.col("started_at")).dt.total_milliseconds().alias("duration_ms"),
     ).sort("session_id", "started_at", "tool_call_id", nulls_last=True)
@@ -536,7 +551,9 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
     return {
         "dim_sessions": conform(sess, "dim_sessions"),
         "fct_turns": conform(turns, "fct_turns"),
-        "fct_tool_calls": conform(calls, "fct_tool_calls"),
+        # with the event its output came from (load/star.py fills the whole output in from there)
+        "fct_tool_calls": pl.concat([conform(calls, "fct_tool_calls"), calls.select(*RESULT_SOURCE)],
+                                    how="horizontal"),
         "fct_file_touches": conform(touches, "fct_file_touches"),
         "fct_checkpoints": conform(checkpoints(stg["stg_checkpoints"], ev), "fct_checkpoints"),
         "fct_refs": conform(refs(stg["stg_store_refs"], ev), "fct_refs"),
