@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from .schema import MODELS, TABLES, Table
-from .warehouse import comment
+from .warehouse import comment, key_table
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,8 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
     """(Re)build every macro and model; ``sessions`` limits the incremental models to the rows of
     those sessions (None: everything). Returns the names of the models (not macros) in build order."""
     built = []
+    if sessions is not None:
+        key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to
     for model in load_models(root):
         try:
             _build(con, model, sessions)
@@ -129,6 +131,8 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
             raise ModelError(f"model {model.name} failed: {str(exc).splitlines()[0]}") from exc
         if model.layer != "macros":
             built.append(model.name)
+    if sessions is not None:
+        con.execute('drop table "_scope"')
     log.info("%d models built (%s)", len(built), "incremental" if sessions is not None else "full")
     return built
 
@@ -152,10 +156,10 @@ def _build(con: duckdb.DuckDBPyConnection, model: Model, sessions: list[str] | N
     select = f"select {cols} from ({model.sql})"
     if sessions is not None and model.incremental:
         key = model.incremental
-        in_scope = f'"{key}" is null or "{key}" in (select unnest($scope))'
+        in_scope = f'"{key}" is null or "{key}" in (select key from "_scope")'  # filled by run_models
         scoped = f"select {cols} from ({narrowed(model.sql, key, in_scope)})"
-        con.execute(f'delete from "{model.name}" where {in_scope}', {"scope": sessions})
-        con.execute(f'insert into "{model.name}" select * from ({scoped}) where {in_scope}', {"scope": sessions})
+        con.execute(f'delete from "{model.name}" where {in_scope}')
+        con.execute(f'insert into "{model.name}" select * from ({scoped}) where {in_scope}')
     else:
         con.execute(f'create or replace table "{model.name}" as {select}')
         comment(con, table)

@@ -22,6 +22,24 @@ def memory_limit() -> str:
     return os.environ.get("COPILOT_WAREHOUSE_MEMORY", "1GB")
 
 
+def key_table(con: duckdb.DuckDBPyConnection, name: str, values: list) -> str:
+    """A temp table ``name`` of one VARCHAR column ``key`` holding ``values``; returns the subquery
+    that selects them (``(select key from name)``). A long list passed as a query parameter costs
+    DuckDB 1.5 ~0.2 ms per element in every query that names it (5,000 sessions: 1.1 s a query);
+    a table of them costs that once, through Arrow."""
+    import pyarrow as pa
+
+    con.execute(f'create or replace temp table "{name}" (key varchar)')
+    if values:
+        con.register("_keys", pa.table({"key": pa.array([None if v is None else str(v) for v in values],
+                                                        pa.string())}))
+        try:
+            con.execute(f'insert into "{name}" select key from _keys')
+        finally:
+            con.unregister("_keys")
+    return f'(select key from "{name}")'
+
+
 class WarehouseError(Exception):
     """The warehouse cannot be opened or written."""
 
@@ -37,6 +55,8 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
         raise WarehouseError(f"no warehouse at {path}: run `python -m pipeline ingest` first")
     try:
         settings = {"memory_limit": memory_limit(), **extensions.config()}
+        if os.environ.get("COPILOT_WAREHOUSE_THREADS"):
+            settings["threads"] = int(os.environ["COPILOT_WAREHOUSE_THREADS"])
         con = duckdb.connect(str(path), read_only=read_only, config=settings)
         # every timestamp is TIMESTAMPTZ: shown, cast to a date and truncated in UTC whatever the machine's zone
         con.execute("set TimeZone = 'UTC'")

@@ -144,8 +144,11 @@ class Spool:
             self.parts[table] = n + 1
 
     def load(self) -> None:
+        from ..warehouse import key_table
+
         for (table, column), keys in self.replaced.items():  # one DELETE per table, not one per row
-            self.con.execute(f'delete from "{table}" where "{column}" in (select unnest(?))', [keys])
+            self.con.execute(f'delete from "{table}" where "{column}" in {key_table(self.con, "_replaced", keys)}')
+            self.con.execute('drop table "_replaced"')
         self.replaced = {}
         if not self.parts:  # less than one part in all (a small or incremental run): no Parquet round trip
             taken = self._take()

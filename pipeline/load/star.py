@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from ..schema import STAGING, STAR
+from ..warehouse import key_table
 from .spool import Spool, insert
 
 if TYPE_CHECKING:
@@ -98,9 +99,10 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="star") as builder:
         building = None
         for batch in batches:
+            in_batch = key_table(con, "_star_batch", batch)
             stg = {t.name: con.sql(f'select {projection.get(t.name, "*")} from "{t.name}" '
-                                   f"where session_id in (select unnest(?)){_ORDER.get(t.name, ' order by all')}",
-                                   params=[batch]).pl() for t in STAGING}
+                                   f"where session_id in {in_batch}{_ORDER.get(t.name, ' order by all')}").pl()
+                   for t in STAGING}
             built = building.result() if building is not None else None
             building = builder.submit(build_star, stg, root_repos, present)
             del stg
@@ -108,8 +110,11 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
                 _store(spool, built)
         if building is not None:
             _store(spool, building.result())
+    in_affected = key_table(con, "_star_affected", affected)
     for table in SESSION_TABLES:
-        con.execute(f'delete from "{table}" where session_id in (select unnest(?))', [affected])
+        con.execute(f'delete from "{table}" where session_id in {in_affected}')
+    con.execute('drop table "_star_batch"')
+    con.execute('drop table "_star_affected"')
     spool.load()
     path, line = RESULT_SOURCE
     con.execute(f"""
