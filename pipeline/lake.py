@@ -34,7 +34,7 @@ from . import extensions
 from .checks import ChecksFailed, run_checks
 from .models import load_models, run_models
 from .schema import STAR, TABLES
-from .warehouse import connect, ensure_schema, transaction
+from .warehouse import connect, ensure_schema, key_table, transaction
 
 log = logging.getLogger(__name__)
 
@@ -230,20 +230,31 @@ def _push_once(con: duckdb.DuckDBPyConnection, summary: PushSummary, local: dict
     todo = new + changed
     summary.n_rows = 0
     if todo:
-        params = {"machine": summary.machine_id, "user": summary.user_name, "sessions": todo}
-        in_scope = "coalesce(session_id, '') in (select unnest($sessions))"
+        import pyarrow as pa
+
+        # the sessions to push in a temp table: a list parameter costs DuckDB 1.5 ~0.2 ms per element
+        # in every query that names it (a first push of thousands of sessions)
+        pushing = key_table(con, "_push_sessions", todo)
+        params = {"machine": summary.machine_id, "user": summary.user_name}
+        in_scope = f"coalesce(session_id, '') in {pushing}"
         for table in LAKE_TABLES:
             con.execute(f'delete from lake."{table}" where machine_id = $machine and {in_scope}',
-                        {"machine": summary.machine_id, "sessions": todo})
+                        {"machine": summary.machine_id})
             con.execute(f'insert into lake."{table}" by name select {_select(table, metrics_only)} '
                         f'from wh."{table}" where {in_scope}', params)
-            summary.n_rows += con.execute(f'select count(*) from wh."{table}" where {in_scope}',
-                                          {"sessions": todo}).fetchone()[0]
-        con.execute("delete from lake.lake_sessions where machine_id = $machine and session_id in "
-                    "(select unnest($sessions))", {"machine": summary.machine_id, "sessions": todo})
+            summary.n_rows += con.execute(f'select count(*) from wh."{table}" where {in_scope}').fetchone()[0]
+        con.execute(f"delete from lake.lake_sessions where machine_id = $machine and session_id in {pushing}",
+                    {"machine": summary.machine_id})
         now = datetime.now(timezone.utc)
-        con.executemany("insert into lake.lake_sessions values (?, ?, ?, ?, ?, ?)",
-                        [[summary.machine_id, summary.user_name, s, local[s], metrics_only, now] for s in todo])
+        con.register("_pushed", pa.table({
+            "machine_id": [summary.machine_id] * len(todo), "user_name": [summary.user_name] * len(todo),
+            "session_id": todo, "digest": [local[s] for s in todo], "metrics_only": [metrics_only] * len(todo),
+            "pushed_at": pa.array([now] * len(todo), pa.timestamp("us", tz="UTC"))}))
+        try:
+            con.execute("insert into lake.lake_sessions by name select * from _pushed")
+        finally:
+            con.unregister("_pushed")
+        con.execute('drop table "_push_sessions"')
     if not todo:
         return  # nothing new: the lake is left as it was (no snapshot)
     con.execute("insert into lake.lake_pushes values (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
