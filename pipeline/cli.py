@@ -7,7 +7,6 @@ without loading the readers, and an ingest that changed nothing without polars a
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import logging
 import os
@@ -415,16 +414,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _explain_damages(warehouse)
     _report(warehouse, out, args.quiet)
     if not args.quiet:
-        python = Path(sys.executable)
-        with contextlib.suppress(ValueError):  # the python that ran this, as typed from here: .venv/bin/python
-            python = python.relative_to(Path.cwd())
-        shown = warehouse.resolve()
-        with contextlib.suppress(ValueError):
-            shown = shown.relative_to(Path.cwd())
-        print(f"try:  {python} -m pipeline query --warehouse {shown} "
+        # the python that ran this and the warehouse, as typed from here (.venv/bin/python)
+        print(f"try:  {_below(Path(sys.executable), Path.cwd())} -m pipeline query "
+              f"--warehouse {_below(warehouse.resolve(), Path.cwd())} "
               "\"select title, n_turns, n_tool_calls from dim_sessions order by started_at\"")
         print(f"open in a browser: {(out / 'site' / 'index.html').resolve()}")
     return 0
+
+
+def _below(path: Path, folder: Path) -> Path:
+    """``path`` relative to ``folder`` when it is inside it, else as it is."""
+    return path.relative_to(folder) if path.is_relative_to(folder) else path
 
 
 def _explain_damages(warehouse: Path) -> None:
@@ -441,8 +441,7 @@ def _explain_damages(warehouse: Path) -> None:
     print(f"The sample corpus has {len(rows)} damaged record{'s' if len(rows) != 1 else ''} planted on purpose: each "
           "became one row in _rejects, and the rest of its file was read:")
     for path, line, reason in rows:
-        with contextlib.suppress(ValueError):
-            path = str(Path(path).relative_to(SAMPLE))
+        path = _below(Path(path), SAMPLE)
         short = re.sub(r"\s\([^()]{30,}\)", "", reason)  # without the parser's long details
         print(f"  - {path}" + (f" line {line}" if line else "") + f": {short}")
     print("  Your own history gets the same treatment: `python -m pipeline query \"select * from _rejects\"`.")

@@ -17,14 +17,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .site import doc_url
 from .warehouse import connect
-from .wiki.markdown import fmt_ts, page_name
+from .wiki.markdown import fmt_ts
 
 log = logging.getLogger(__name__)
 MAX_RESULTS = 200
 SNIPPET = 240
-ANCHORS = {"prompt": "#prompt-{ref}", "answer": "#prompt-{ref}", "checkpoint": "#checkpoint-{ref}",
-           "memory": "#memories"}
 
 
 def search(warehouse: str | Path, q: str, k: int = 50) -> list[dict]:
@@ -43,7 +42,7 @@ def search(warehouse: str | Path, q: str, k: int = 50) -> list[dict]:
         con.close()
     out = []
     for kind, sid, ref, title, written_at, snippet, score, project in rows:
-        url = f"sessions/{page_name(sid)}.html" + ANCHORS.get(kind, "").format(ref=ref) if sid else ""
+        url = doc_url(kind, sid, ref) if sid else ""
         out.append({"kind": kind, "url": url, "title": title or sid or ref or "", "date": fmt_ts(written_at),
                     "snippet": snippet, "project": project or "", "score": score})
     return out

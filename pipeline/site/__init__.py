@@ -63,6 +63,16 @@ def timeline(turn: dict, calls: list[dict]) -> list[dict]:
     return out
 
 
+ANCHORS = {"prompt": "#prompt-{ref}", "answer": "#prompt-{ref}", "checkpoint": "#checkpoint-{ref}",
+           "memory": "#memories"}
+
+
+def doc_url(kind: str, session_id: str, ref: str | None) -> str:
+    """Where a search document (int_search_docs) is shown: its session's page, at the prompt,
+    checkpoint or memories it is."""
+    return f"sessions/{page_name(session_id)}.html" + ANCHORS.get(kind, "").format(ref=ref)
+
+
 def search_index(con: duckdb.DuckDBPyConnection, data: WikiData) -> str:
     """``search-index.js``: every search document (prompts, answers, checkpoints, memories) with a snippet,
     and per term the documents holding it with their BM25 weight - the weights of the warehouse's
@@ -76,18 +86,14 @@ def search_index(con: duckdb.DuckDBPyConnection, data: WikiData) -> str:
     for term, doc_id, weight in con.sql("""
             with corpus as (select count(*) as n, avg(n_terms) as avg_terms from int_search_docs),
             df as (select term, count(*) as df from int_search_terms group by term)
-            select t.term, t.doc_id,
-                   round(ln(1 + (corpus.n - df.df + 0.5) / (df.df + 0.5)) * t.tf * 2.2
-                         / (t.tf + 1.2 * (0.25 + 0.75 * d.n_terms / corpus.avg_terms)), 3)
+            select t.term, t.doc_id, round(bm25_weight(t.tf, df.df, d.n_terms, corpus.n, corpus.avg_terms), 3)
             from int_search_terms t join df using (term) join int_search_docs d using (doc_id) cross join corpus
             order by t.term, t.doc_id""").fetchall():
         postings.setdefault(term, []).extend((index[doc_id], weight))
     sessions = {s["session_id"]: s for s in data.sessions}
     rows = []
     for _doc_id, kind, sid, ref, title, written_at, snippet in docs:
-        anchor = {"prompt": f"#prompt-{ref}", "answer": f"#prompt-{ref}", "checkpoint": f"#checkpoint-{ref}",
-                  "memory": "#memories"}.get(kind, "")
-        url = f"sessions/{page_name(sid)}.html{anchor}" if sid in sessions else ""
+        url = doc_url(kind, sid, ref) if sid in sessions else ""
         project = data.project_name.get(sessions[sid]["project_id"], "") if sid in sessions else ""
         rows.append([kind, url, title or sid or ref or "", fmt_ts(written_at), snippet, project])
     payload = json.dumps({"docs": rows, "terms": postings}, ensure_ascii=False, separators=(",", ":"),
@@ -106,7 +112,7 @@ def build_site(data: WikiData, svgs: dict[str, str], index_js: str, generated_at
     common = {"data": data, "people": len(data.people) > 1, "months": nav_months, "svgs": svgs,
               "project_url": lambda pid, root: f"{root}projects/{data.project_slug.get(pid, pid)}.html",
               "session_url": lambda sid, root: f"{root}sessions/{page_name(sid)}.html",
-              "month_url": lambda m, page, root: f"{root}{wiki_pages.month_file(m, page)[:-3]}.html"}
+              "month_url": lambda m, page, root: f"{root}{wiki_pages.month_file(m, page, 'html')}"}
 
     def render(name: str, rel: str, **kw: object) -> None:
         root = "../" * rel.count("/")
@@ -125,15 +131,13 @@ def build_site(data: WikiData, svgs: dict[str, str], index_js: str, generated_at
     turns_of = data.turns
     for s in data.sessions:
         sid = s["session_id"]
-        by_turn: dict[int | None, list[dict]] = {}
-        for c in data.tool_calls.get(sid, []):
-            by_turn.setdefault(c["turn_index"], []).append(c)
+        by_turn = data.calls_by_turn(sid)
         prompts = [{"turn": t, "calls": timeline(t, by_turn.get(t["turn_index"], []))} for t in turns_of.get(sid, [])]
         render("session.html", f"sessions/{page_name(sid)}.html", s=s, prompts=prompts,
                before=timeline(None, by_turn.get(None, [])), answer_max=ANSWER_MAX)
     for m, pages in months.items():
         for i in range(len(pages)):
-            render("month.html", wiki_pages.month_file(m, i)[:-3] + ".html", month=m, page=i, pages=pages,
+            render("month.html", wiki_pages.month_file(m, i, "html"), month=m, page=i, pages=pages,
                    n=sum(len(p) for p in pages))
     render("files.html", "files.html")
     render("topics.html", "topics.html", charted=charted)

@@ -103,8 +103,9 @@ def month_pages(sessions: list[dict]) -> dict[str, list[list[dict]]]:
     return {m: [xs[i:i + MONTH_PAGE] for i in range(0, len(xs), MONTH_PAGE)] for m, xs in months.items()}
 
 
-def month_file(month: str, page: int) -> str:
-    return f"months/{month}.md" if page == 0 else f"months/{month}-p{page + 1}.md"
+def month_file(month: str, page: int, ext: str = "md") -> str:
+    """The month's page (the wiki's ``.md``, the site's ``.html``): the first, then ``-p2``, ``-p3``..."""
+    return f"months/{month}.{ext}" if page == 0 else f"months/{month}-p{page + 1}.{ext}"
 
 
 def _months_table(data: WikiData, prefix: str) -> str:
@@ -292,9 +293,7 @@ def session_page(data: WikiData, s: dict) -> str:
     parts.append("## Prompts\n")
     if not turns:
         parts.append("No prompts recorded.\n")
-    calls_by_turn: dict[int | None, list[dict]] = {}
-    for c in data.tool_calls.get(sid, []):
-        calls_by_turn.setdefault(c["turn_index"], []).append(c)
+    calls_by_turn = data.calls_by_turn(sid)
     if calls_by_turn.get(None):
         parts.append("Tool calls before the first prompt:\n\n" + tool_call_lines(calls_by_turn[None]) + "\n")
     for t in turns:

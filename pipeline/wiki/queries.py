@@ -74,6 +74,13 @@ class WikiData:
     project_slug: dict[str, str] = field(default_factory=dict)
     project_name: dict[str, str] = field(default_factory=dict)
 
+    def calls_by_turn(self, session_id: str) -> dict[int | None, list[dict]]:
+        """A session's tool calls by the prompt they belong to (None: before the first prompt), in order."""
+        out: dict[int | None, list[dict]] = {}
+        for c in self.tool_calls.get(session_id, []):
+            out.setdefault(c["turn_index"], []).append(c)
+        return out
+
     def __post_init__(self):
         self.project_slug = {p["project_id"]: f"{slug(p['name'])}-{p['project_id'][:6]}" for p in self.projects}
         self.project_name = {p["project_id"]: p["name"] for p in self.projects}

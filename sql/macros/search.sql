@@ -1,5 +1,12 @@
--- search(words, k := 20): BM25 (k1 = 1.2, b = 0.75) over int_search_docs, best first.
--- idf = ln(1 + (N - df + 0.5) / (df + 0.5)); words are tokenized like the documents.
+-- bm25_weight: what one term of a document adds to its score (k1 = 1.2, b = 0.75), also the
+-- weights of the site's prebuilt search index (pipeline/site), so both rank alike.
+-- idf = ln(1 + (N - df + 0.5) / (df + 0.5)).
+create or replace macro bm25_weight(tf, df, n_terms, n_docs, avg_terms) as
+ln(1 + (n_docs - df + 0.5) / (df + 0.5))
+* tf * 2.2
+/ (tf + 1.2 * (0.25 + 0.75 * n_terms / avg_terms));
+
+-- search(words, k := 20): BM25 over int_search_docs, best first; words are tokenized like the documents.
 create or replace macro search(q, k := 20) as table
     with query_terms as (
         select distinct unnest(tokenize(q)) as term
@@ -25,9 +32,7 @@ create or replace macro search(q, k := 20) as table
         select
             int_search_terms.doc_id,
             sum(
-                ln(1 + (corpus.n_docs - term_df.df + 0.5) / (term_df.df + 0.5))
-                * int_search_terms.tf * 2.2
-                / (int_search_terms.tf + 1.2 * (0.25 + 0.75 * docs.n_terms / corpus.avg_terms))
+                bm25_weight(int_search_terms.tf, term_df.df, docs.n_terms, corpus.n_docs, corpus.avg_terms)
             ) as score,
             count(*) as n_matched_terms
         from int_search_terms
