@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import duckdb
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -18,7 +19,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .site import doc_url
-from .warehouse import connect
+from .warehouse import WarehouseError, connect
 from .wiki.markdown import fmt_ts
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,11 @@ def app(site_dir: str | Path, warehouse: str | Path) -> Starlette:
         if not q:
             return JSONResponse([])
         from starlette.concurrency import run_in_threadpool
-        return JSONResponse(await run_in_threadpool(search, warehouse, q, k))
+        try:
+            return JSONResponse(await run_in_threadpool(search, warehouse, q, k))
+        except (WarehouseError, duckdb.Error) as exc:  # the page falls back to its prebuilt index
+            log.warning("live search failed: %s", exc)
+            return JSONResponse({"error": f"live search unavailable: {str(exc).splitlines()[0]}"}, status_code=503)
 
     return Starlette(routes=[Route("/api/search", api_search),
                              Mount("/", app=StaticFiles(directory=str(site_dir), html=True))])

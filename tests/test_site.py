@@ -14,6 +14,7 @@ import shutil
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
@@ -298,6 +299,17 @@ def test_serve_adds_live_search(site, page):
         assert page.locator("#results li a").first.inner_text() == api[0]["title"]
         page.locator("#results li a").first.click()
         assert page.locator("main > h1").inner_text() == api[0]["title"]
+        # the warehouse gone while serving: one clear 503, and the page searches its prebuilt index
+        (site.parent / "w.duckdb").rename(site.parent / "moved.duckdb")
+        try:
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/search?q=token")
+            assert err.value.code == 503 and "live search unavailable" in err.value.read().decode()
+            page.goto(f"http://127.0.0.1:{port}/search.html?q=token%20refresh")
+            page.wait_for_selector("#results li")
+            assert "(index)" in page.inner_text("#status")
+        finally:
+            (site.parent / "moved.duckdb").rename(site.parent / "w.duckdb")
     finally:
         server.should_exit = True
         thread.join(10)
