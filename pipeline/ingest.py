@@ -108,6 +108,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                     summary.n_records += spool.add(table, rows)
             mark = summary.phase("read", mark)
             tell(0, 0, "staging rows")
+            state.flush()
             spool.load()
             affected |= state.mark_gone(roots)
             root_repos: dict[str, str] = {}

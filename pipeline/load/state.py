@@ -22,6 +22,7 @@ from ..extract.parallel import Read
 from ..redact import Redactor, stored_path
 from ..runs import RunSummary
 from ..schema import STAGING
+from ..warehouse import key_table
 from .spool import Spool, insert
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class SourceState:
         self.con, self.spool, self.summary, self.redact = con, spool, summary, redact
         self.known = self._known()
         self.seen: set[str] = set()
+        self._old_rejects: list[str] = []  # sources whose earlier _rejects rows go (see flush)
 
     def key(self, path: str | None) -> str | None:
         """A path or id as stored: redacted, valid UTF-8."""
@@ -81,7 +83,21 @@ class SourceState:
             "reason": reason, "excerpt": "", "_run_id": self.summary.run_id}])
 
     def delete_rejects(self, path: str) -> None:
-        self.con.execute("delete from _rejects where source_path = ? or starts_with(source_path, ?)", _under(path))
+        """The _rejects rows an earlier run wrote for ``path`` (and what lies under it) go, in one
+        DELETE for the run's sources (``flush``): one per source costs a full run seconds."""
+        self._old_rejects.append(path)
+
+    def flush(self) -> None:
+        """Delete the _rejects rows ``delete_rejects`` named: before any row is inserted into
+        _rejects directly, and before the spool loads the run's own."""
+        if not self._old_rejects:
+            return
+        paths = key_table(self.con, "_old_rejects", [p for path in self._old_rejects for p in _under(path)])
+        self.con.execute(f"""delete from _rejects where source_path in {paths} or exists (
+                             select 1 from "_old_rejects" o where right(o.key, 1) = '/'
+                             and starts_with(_rejects.source_path, o.key))""")
+        self.con.execute('drop table "_old_rejects"')
+        self._old_rejects = []
 
     def record_problems(self, roots: list[str], problems: list[tuple[str, str]]) -> None:
         """What discovery could not list or examine, as _rejects rows (position `folder`); the
@@ -160,6 +176,7 @@ class SourceState:
             reason = Redactor()(read.error or "could not be read")
             log.warning("%s: %s", path, reason)
             self.delete_rejects(path)
+            self.flush()
             insert(self.con, "_rejects", [{"source_path": path, "position": "file", "line_number": None,
                                            "byte_offset": None, "reason": reason, "excerpt": "",
                                            "_run_id": self.summary.run_id}])
