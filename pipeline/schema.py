@@ -78,7 +78,7 @@ STAGING = [
         ("turn_id", "VARCHAR", "`turnId`."),
         ("tool_call_id", "VARCHAR", "`toolCallId` of tool events."),
         ("tool_name", "VARCHAR", "`toolName` of tool events."),
-        ("arguments", "VARCHAR", "Tool arguments as JSON text."),
+        ("arguments", "VARCHAR", "Tool arguments as JSON text (DuckDB's compact form, keys in the order written)."),
         ("success", "BOOLEAN", "`success` of tool.execution_complete."),
         ("error_message", "VARCHAR", "Error message of a failed tool call or session.error."),
         ("result_content", "VARCHAR", "`result.content` of a completed tool call."),
@@ -87,7 +87,8 @@ STAGING = [
         ("output_tokens", "BIGINT", "`outputTokens` of assistant.message."),
         ("request_id", "VARCHAR", "`requestId` of assistant.message (newer CLIs: one per prompt, not per call)."),
         ("api_call_id", "VARCHAR", "`apiCallId`, else `serviceRequestId`: one per model call."),
-        ("extra", "VARCHAR", "The rest of `data` as JSON (never reasoning text or transformedContent; "
+        ("extra", "VARCHAR", "The rest of `data` as JSON, in DuckDB's compact form with keys in the order written "
+                             "(never reasoning text or transformedContent; "
                              "result.detailedContent only where it differs from result.content)."),
         ("_source_path", "VARCHAR", "File the row was read from."),
         ("_source_line", "BIGINT", "1-based physical line where the event starts."),
@@ -103,7 +104,7 @@ STAGING = [
         ("request_index", "INTEGER", "Position in `toolRequests`."),
         ("tool_call_id", "VARCHAR", "`toolCallId`."),
         ("tool_name", "VARCHAR", "`name`."),
-        ("arguments", "VARCHAR", "Arguments as JSON text."),
+        ("arguments", "VARCHAR", "Arguments as JSON text (DuckDB's compact form, keys in the order written)."),
         ("ts", "VARCHAR", "Timestamp of the assistant.message."),
         ("model", "VARCHAR", "Model of the assistant.message."),
         ("mcp_server_name", "VARCHAR", "`mcpServerName`."),
@@ -742,7 +743,7 @@ BOOKKEEPING.append(_t(
 # Bumped when a new version reads sources differently or changes a column's type: a warehouse
 # written with an older format is upgraded on the next ingest (column types altered, every source
 # still on disk read again, every session's star rows rebuilt; rows of sources gone from disk kept).
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 ALL_TABLES = STAGING + STAR + MODELS + BOOKKEEPING
 TABLES = {t.name: t for t in ALL_TABLES}

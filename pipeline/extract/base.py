@@ -278,6 +278,18 @@ def to_json(value: object) -> str | None:
         return orjson.dumps(_jsonable(value), option=orjson.OPT_SORT_KEYS).decode()
 
 
+def ordered_json(value: object) -> str | None:
+    """JSON text with keys in the order they were read (as DuckDB writes JSON): the form of
+    ``extra`` and ``arguments`` in the staging tables, which DuckDB writes canonically at load
+    (``load.spool.CANONICAL_JSON``), whichever reader produced them."""
+    if value is None:
+        return None
+    try:
+        return orjson.dumps(value).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        return orjson.dumps(_jsonable(value)).decode()
+
+
 MAX_JSON_DEPTH = 200
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

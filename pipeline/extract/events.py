@@ -36,6 +36,7 @@ from .base import (
     cap_texts,
     keep,
     load_json_file,
+    ordered_json,
     read_bytes,
     reader,
     scrub,
@@ -138,7 +139,7 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
         "output_tokens": bigint(out_tokens, "outputTokens", problems, COUNT),
         "request_id": ident(data.get("requestId")),
         "api_call_id": ident(data.get("apiCallId") or data.get("serviceRequestId")),
-        "extra": to_json(clean(extra)) if extra else None,
+        "extra": ordered_json(clean(extra)) if extra else None,
         "_source_path": source_path,
         "_source_line": line,
         "_source_offset": offset,
@@ -178,8 +179,8 @@ def _args_json(args: object, redact: Callable, clean: Callable) -> str | None:
         try:
             args = orjson.loads(args)
         except orjson.JSONDecodeError:
-            return to_json(redact(args))
-    return to_json(clean(args))
+            return ordered_json(redact(args))
+    return ordered_json(clean(args))
 
 
 def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kind: str) -> ReadResult:
@@ -209,35 +210,43 @@ def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kin
             first = item.line - start_line
             last = first + item.n_lines
             end = starts[last] if last < n_starts else len(data)
-            screen_hits = (False, False)
+            raw = data[starts[first]:end]
+            hits = (False, False)
             if flagged and any(i in flagged for i in range(first, last)):
-                raw = data[starts[first]:end]
-                screen_hits = (bool(may_secret and may_secret(raw)), bool(may_forbidden(raw)))
-            problems = Problems()
-            if item.note:
-                problems.note(item.note)
-            try:  # one record that cannot be converted is a reject; the rest of the file goes on
-                if end - starts[first] > ctx.max_text:  # only a line this long can hold a text this long
-                    cap_texts(item.obj, ctx.max_text, problems)
-                row, reqs = event_rows(item.obj, session_id=sid, source_kind=source_kind, index=index,
-                                       line=item.line, offset=item.offset, source_path=source.path, ctx=ctx,
-                                       screen=screen_hits, problems=problems)
-            except Exception as exc:  # noqa: BLE001 - any value of any type may be in a hostile line
-                res.reject(source.path, f"event could not be read: {_error(exc)}", line=item.line,
-                           offset=item.offset, excerpt=ctx.excerpt(data[starts[first]:end]))
-                continue
-            if problems:
-                res.reject(source.path, f"event kept; {problems.reason()}", line=item.line, offset=item.offset,
-                           excerpt=ctx.excerpt(data[starts[first]:end]))
-            res.add("stg_events", row)
-            for r in reqs:
-                res.add("stg_tool_requests", r)
-            index += 1
+                hits = (bool(may_secret and may_secret(raw)), bool(may_forbidden(raw)))
+            if record_rows(res, item.obj, raw, hits, note=item.note, line=item.line, offset=item.offset,
+                           index=index, session_id=sid, source_kind=source_kind, path=source.path, ctx=ctx):
+                index += 1
         else:
             res.reject(source.path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
     res.last_good_offset, res.good_line, res.pending_tail = state.good_offset, state.good_line, state.pending_tail
     res.n_records = index
     return res
+
+
+def record_rows(res: ReadResult, obj: dict, raw: bytes, screen_hits: tuple[bool, bool], *, note: str, line: int,
+                offset: int, index: int, session_id: str | None, source_kind: str, path: str, ctx: Context) -> bool:
+    """Add one parsed log record's rows (or its reject) to ``res``; whether it became an event.
+    ``raw`` is the record's bytes, ``screen_hits`` what the line screens found in them. Shared by
+    the reader above and by the DuckDB reader (``fast``) for the lines it leaves to Python."""
+    problems = Problems()
+    if note:
+        problems.note(note)
+    try:  # one record that cannot be converted is a reject; the rest of the file goes on
+        if len(raw) > ctx.max_text:  # only a line this long can hold a text this long
+            cap_texts(obj, ctx.max_text, problems)
+        row, reqs = event_rows(obj, session_id=session_id, source_kind=source_kind, index=index, line=line,
+                               offset=offset, source_path=path, ctx=ctx, screen=screen_hits, problems=problems)
+    except Exception as exc:  # noqa: BLE001 - any value of any type may be in a hostile line
+        res.reject(path, f"event could not be read: {_error(exc)}", line=line, offset=offset,
+                   excerpt=ctx.excerpt(raw))
+        return False
+    if problems:
+        res.reject(path, f"event kept; {problems.reason()}", line=line, offset=offset, excerpt=ctx.excerpt(raw))
+    res.add("stg_events", row)
+    for r in reqs:
+        res.add("stg_tool_requests", r)
+    return True
 
 
 def _error(exc: BaseException) -> str:

@@ -28,6 +28,20 @@ log = logging.getLogger(__name__)
 
 RUN_FOLDER_PREFIX = ".ingest-"
 
+# JSON columns of the staging tables written in one canonical form, DuckDB's (compact, keys in the
+# order they were read, numbers and escapes as DuckDB writes them), whichever reader produced them:
+# the Python reader and the DuckDB reader (extract.fast) store the same text for the same event.
+CANONICAL_JSON = {"stg_events": ("arguments", "extra"), "stg_tool_requests": ("arguments",)}
+
+
+def select_all(table: str, relation: str) -> str:
+    """``select *`` from ``relation`` for an insert into ``table``, its JSON columns made canonical."""
+    cols = CANONICAL_JSON.get(table)
+    if not cols:
+        return f"select * from {relation}"
+    replace = ", ".join(f'json("{c}")::varchar as "{c}"' for c in cols)
+    return f"select * replace ({replace}) from {relation}"
+
 
 def run_folder(warehouse: str | Path) -> Path:
     """This run's private folder next to the warehouse (staged rows, copies of live databases);
@@ -71,7 +85,7 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict] | pa.Tab
         return 0
     con.register("_incoming", tbl)
     try:
-        con.execute(f'insert into "{table}" by name select * from _incoming')
+        con.execute(f'insert into "{table}" by name {select_all(table, "_incoming")}')
     finally:
         con.unregister("_incoming")
     return tbl.num_rows
@@ -158,6 +172,7 @@ class Spool:
         self._write()
         for table in sorted(self.parts):
             glob = str(self.folder / table / "*.parquet").replace("'", "''")
-            self.con.execute(f'insert into "{table}" by name select * from read_parquet(\'{glob}\')')
+            relation = f"read_parquet('{glob}')"
+            self.con.execute(f'insert into "{table}" by name {select_all(table, relation)}')
             shutil.rmtree(self.folder / table)
         self.parts = {}
