@@ -97,11 +97,12 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             # read them (on every core) and stage their rows
             jobs = [(p.source, p.prior, p.size) for p in plans]
             done = 0
+            plan_of = {p.source: p for p in plans}
             tell(0, len(jobs), "reading")
             for batch in read_all(jobs, summary.run_id, redact, workers, str(folder / "scratch")):
                 for read in batch.reads:
                     redactions.update(read.redactions)
-                    affected |= state.apply(read, plans[done])
+                    affected |= state.apply(read, plan_of[read.source])
                     done += 1
                     tell(done, len(jobs), "reading")
                 for table, rows in batch.tables.items():  # the rows of all the batch's sources, in order
