@@ -30,7 +30,8 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path) -> list[Path]:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         tables = [r[0] for r in con.execute(
-            "select table_name from information_schema.tables where table_schema = 'main' order by table_name"
+            "select table_name from information_schema.tables where table_schema = 'main' "
+            "and table_catalog = current_database() order by table_name"
         ).fetchall() if r[0].startswith(EXPORT_PREFIXES)]
         for name in tables:
             key = TABLES[name].key if name in TABLES else ()
