@@ -71,7 +71,8 @@ def _lines(path: Path) -> int:
 def test_the_sample_corpus_is_the_same_both_ways(tmp_path, monkeypatch, caplog):
     sample = REPO / "data" / "sample"
     got = _both(tmp_path, [sample / "copilot-home"], [sample / "vscode-user"], monkeypatch, caplog)
-    logs = [*sample.glob("copilot-home/session-state/*/events.jsonl"), *sample.glob("copilot-home/session-state/*.jsonl")]
+    state = sample / "copilot-home" / "session-state"
+    logs = [*state.glob("*/events.jsonl"), *state.glob("*.jsonl")]
     assert got["logs"] + got["whole"] == len(logs)
     assert got["sql_lines"] > 100  # the bulk is SQL's
 
