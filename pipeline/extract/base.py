@@ -270,24 +270,23 @@ def scrub(value: object, redact: Redactor):
 
 
 def to_json(value: object) -> str | None:
-    if value is None:
-        return None
-    try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-    except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits, surrogates, deep nesting
-        return orjson.dumps(_jsonable(value), option=orjson.OPT_SORT_KEYS).decode()
+    return _dumps(value, orjson.OPT_SORT_KEYS)
 
 
 def ordered_json(value: object) -> str | None:
     """JSON text with keys in the order they were read (as DuckDB writes JSON): the form of
     ``extra`` and ``arguments`` in the staging tables, which DuckDB writes canonically at load
     (``load.spool.CANONICAL_JSON``), whichever reader produced them."""
+    return _dumps(value, None)
+
+
+def _dumps(value: object, option: int | None) -> str | None:
     if value is None:
         return None
     try:
-        return orjson.dumps(value).decode()
-    except (orjson.JSONEncodeError, TypeError):
-        return orjson.dumps(_jsonable(value)).decode()
+        return orjson.dumps(value, option=option).decode()
+    except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits, surrogates, deep nesting
+        return orjson.dumps(_jsonable(value), option=option).decode()
 
 
 MAX_JSON_DEPTH = 200

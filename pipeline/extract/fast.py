@@ -34,6 +34,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -53,8 +54,11 @@ from .base import (
     read_bytes,
 )
 from .events import _LIFTED, _SCREEN_BOTH, _is_append, record_rows, tail_digest
-from .jsonl import _clean, loads_cut
+from .jsonl import DEEP_NOTE, _clean, loads_cut
 from .parallel import Batch, Read, _redact_rows
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +190,7 @@ with x as materialized (
         case when ty_args is null or ty_args = 'NULL' then null else j_args::varchar end as arguments
     from w
 )
-select fid, line_no, off, idx, forb, differ, etype, s_ts as ts, s_model as model, j_requests,
+select fid, line_no, off, idx, etype, s_ts as ts, s_model as model, j_requests,
     s_id as event_id, s_parent as parent_id, s_agent as agent_id,
     case when reasoning then null else s_content end as content,
     s_interaction as interaction_id, s_turn as turn_id, s_call as tool_call_id,
@@ -259,7 +263,6 @@ class _Log:
     """One clean log handed to DuckDB: its bytes, newline positions and line screens."""
 
     source: Source
-    prior: Prior | None
     data: bytes
     ends: object  # numpy int64: the offset just past each line's newline
     secret: set[int]  # lines a possible secret touches (left to Python)
@@ -302,7 +305,7 @@ class FastReader:
 
         from .parallel import Batch, _read_one, _to_arrow_safe
 
-        logs: dict[int, _Log] = {}
+        logs: dict[int, _Log] = {}  # by the job's position in the batch
         for fid, (src, prior) in enumerate(jobs):
             try:
                 got = self._prepare(src, prior)
@@ -311,14 +314,13 @@ class FastReader:
             if got is not None:
                 logs[fid] = got
         reads, tables = self._convert(logs) if logs else ({}, {})
+        self.stats["whole"] += len(jobs) - len(reads)
         slow: dict[str, list[tuple[int, list[dict]]]] = {}
-        slow_fids = [fid for fid in range(len(jobs)) if fid not in reads]
         for fid, (src, prior) in enumerate(jobs):
             if fid not in reads:
                 reads[fid], got = _read_one(src, prior, self.run_id, self.redact, self.scratch)
                 for table, rs in got.items():
                     slow.setdefault(table, []).append((fid, rs))
-        self.stats["whole"] += len(slow_fids)
         ordered = [reads[fid] for fid in range(len(jobs))]
         out = {}
         for table in sorted({*tables, *slow}):
@@ -345,7 +347,8 @@ class FastReader:
         if (not data or data[-1:] != b"\n" or data.startswith(_BOM) or data.startswith(b"\n") or b"\n\n" in data
                 or b"\x00" in data or b"\r" in data):
             return None
-        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0x0A) + 1
+        arr = np.frombuffer(data, dtype=np.uint8)
+        ends = np.flatnonzero(arr == 0x0A) + 1
         starts = [0, *ends[:-1].tolist()]
         pattern = _SCREEN_BOTH if self.may_secret else FORBIDDEN_SCREEN
         flagged = screen_lines(data, starts, pattern)
@@ -357,22 +360,23 @@ class FastReader:
             if self.may_forbidden(raw):
                 forbidden.add(i)
         # a line with this many brackets may nest deeper than the Python reader keeps (it cuts there)
-        arr = np.frombuffer(data, dtype=np.uint8)
         opens = np.flatnonzero((arr == 0x5B) | (arr == 0x7B))
         deep = set()
         if len(opens) >= MAX_JSON_DEPTH:
             per_line = np.bincount(np.searchsorted(ends, opens, side="right"), minlength=len(ends))
             deep = set(np.flatnonzero(per_line >= MAX_JSON_DEPTH).tolist())
-        return _Log(src, prior, data, ends, secret, forbidden, deep)
+        return _Log(src, data, ends, secret, forbidden, deep)
 
-    def _convert(self, logs: dict[int, _Log]) -> dict:
+    def _convert(self, logs: dict[int, _Log]) -> tuple[dict[int, Read], dict[str, pa.Table]]:
+        """The logs through DuckDB: the ``Read`` of each log it read (a log it leaves to the Python
+        reader has none) and their rows, each table with the log's ``fid`` first, in (log, event) order."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
         from ..schema import to_arrow
 
-        batches, files = [], []
+        batches, files, valid = [], [], []
         for fid, lg in logs.items():
             n = len(lg.ends)
             offsets = np.concatenate(([0], lg.ends)).astype(np.int64)
@@ -381,6 +385,7 @@ class FastReader:
                 lines.validate(full=True)  # valid UTF-8
             except pa.ArrowInvalid:
                 continue
+            valid.append(fid)
             py = np.zeros(n, dtype=bool)
             py[list(lg.secret | lg.deep)] = True
             forb = np.zeros(n, dtype=bool)
@@ -403,8 +408,7 @@ class FastReader:
             [("fid", pa.int32()), ("session_id", pa.string()), ("source_kind", pa.string()),
              ("source_path", pa.string())])))
         try:
-            # a log with a line DuckDB cannot read as a JSON object goes whole to the Python reader;
-            # a line the two parsers read differently, line by line
+            # a log with a line DuckDB cannot read as a JSON object goes whole to the Python reader
             con.execute("""create or replace temp table _bad as select distinct fid from _lines
                            where case when json_valid(line) then left(ltrim(line), 1) <> '{' else true end""")
             bad = {r[0] for r in con.execute("select fid from _bad").fetchall()}
@@ -421,17 +425,17 @@ class FastReader:
             con.execute("drop table if exists _bad")
             con.unregister("_lines")
             con.unregister("_files")
-        to_python: dict[int, list[int]] = {}
-        for fid, lg in logs.items():
-            if lg.secret or lg.deep:
-                to_python.setdefault(fid, []).extend(i + 1 for i in lg.secret | lg.deep)
+        # the lines left to Python (1-based line numbers): screened here, or by the SQL
+        to_python: dict[int, set[int]] = {fid: {i + 1 for i in lg.secret | lg.deep} for fid, lg in logs.items()}
         for fid, line_no in left:
-            to_python.setdefault(fid, []).append(line_no)
+            to_python[fid].add(line_no)
         reads, py_rows = {}, {"stg_events": [], "stg_tool_requests": []}
-        for fid in sorted({b.column("fid")[0].as_py() for b in batches} - bad):
-            lg = logs[fid]
+        for fid in valid:
+            if fid in bad:
+                continue
+            lg, line_nos = logs[fid], sorted(to_python[fid])
             try:
-                res, counts = self._python_lines(lg, sorted(set(to_python.get(fid, ()))))
+                res, counts = self._python_lines(lg, line_nos)
             except Fallback:
                 continue
             for table, rows in res.rows.items():
@@ -439,10 +443,9 @@ class FastReader:
                     row["fid"] = fid
                 py_rows[table].extend(rows)
             reads[fid] = (lg, res, counts)
-            n_python = len(set(to_python.get(fid, ())))
             self.stats["logs"] += 1
-            self.stats["python_lines"] += n_python
-            self.stats["sql_lines"] += len(lg.ends) - n_python
+            self.stats["python_lines"] += len(line_nos)
+            self.stats["sql_lines"] += len(lg.ends) - len(line_nos)
         py_tables = {}
         for table, rows in py_rows.items():
             try:
@@ -450,11 +453,9 @@ class FastReader:
             except Exception:  # noqa: BLE001 - a value its column cannot hold: those logs whole to Python
                 for fid in {r["fid"] for r in rows}:
                     reads.pop(fid, None)
-                py_rows[table] = []
-        for table, rows in py_rows.items():
-            py_rows[table] = [r for r in rows if r["fid"] in reads]
-            if len(py_rows[table]) != len(rows):
-                py_tables[table] = to_arrow(table, py_rows[table])
+        if len(py_tables) < len(py_rows):  # logs went to Python: their rows out of every table
+            py_rows = {table: [r for r in rows if r["fid"] in reads] for table, rows in py_rows.items()}
+            py_tables = {table: to_arrow(table, rows) for table, rows in py_rows.items()}
         # DuckDB's rows of the logs it read and Python's lines of them, in (log, event) order
         tables = {}
         keep = pa.array(sorted(reads), type=pa.int32())
@@ -486,13 +487,10 @@ class FastReader:
             obj, was_cut = loads_cut(_clean(raw[:-1]))
             if not isinstance(obj, dict):
                 raise Fallback  # what the Python reader rejects, rejoins or splits: the whole log to it
-            hits = (False, False)
-            if i in lg.secret or i in lg.forbidden:
-                hits = (bool(self.may_secret and self.may_secret(raw)), bool(self.may_forbidden(raw)))
-            note = "values nested deeper than 200 levels replaced by a marker" if was_cut else ""
-            if not record_rows(res, obj, raw, hits, note=note, line=line_no, offset=start, index=i,
-                               session_id=lg.source.session_id, source_kind=lg.source.kind, path=lg.source.path,
-                               ctx=ctx):
+            hits = (i in lg.secret, i in lg.forbidden)  # the screens of _prepare, as the reference reader's
+            if not record_rows(res, obj, raw, hits, note=DEEP_NOTE if was_cut else "", line=line_no, offset=start,
+                               index=i, session_id=lg.source.session_id, source_kind=lg.source.kind,
+                               path=lg.source.path, ctx=ctx):
                 raise Fallback  # a record that is a reject shifts every later event index
         _redact_rows(res, ctx, self.redact)  # session ids and paths as stored; rejects redacted
         return res, dict(redactor.counts)

@@ -202,13 +202,14 @@ def _to_read(src: Source, prior: Prior | None, size: int) -> int:
     return size
 
 
-def _batches(jobs: list[tuple[Source, Prior | None, int]]) -> Iterator[tuple[bool, list[tuple[Source, Prior | None]]]]:
-    """The jobs in batches, each marked whether the DuckDB reader takes it (event logs, in batches of
-    up to ``fast.CHUNK_BYTES``) or the Python readers do. Each batch holds jobs in their order; a
-    batch comes when it is full (or at the end), so the order is the same on every run."""
+def _batches(jobs: list[tuple[Source, Prior | None, int]],
+             use_fast: bool) -> Iterator[tuple[bool, list[tuple[Source, Prior | None]]]]:
+    """The jobs in batches, each marked whether the DuckDB reader takes it (event logs when
+    ``use_fast``, in batches of up to ``fast.CHUNK_BYTES``) or the Python readers do. Each batch holds
+    jobs in their order; a batch comes when it is full (or at the end), so the order is the same on
+    every run."""
     from . import fast
 
-    use_fast = fast.enabled()
     open_: dict[bool, tuple[list, int]] = {True: ([], 0), False: ([], 0)}
     for src, prior, nbytes in jobs:
         is_fast = use_fast and src.kind in fast.KINDS
@@ -230,16 +231,12 @@ def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: 
     event logs with DuckDB in this process (``fast``), other sources with the Python readers, on
     several cores when there are enough of them to be worth it."""
     workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
-    batches = list(_batches(jobs))
-    reader = None
-    if any(is_fast for is_fast, _ in batches):
-        from .fast import FastReader
-
-        reader = FastReader(run_id, redact, scratch)
     from . import fast
 
-    slow = sum(_to_read(src, prior, size) for src, prior, size in jobs
-               if not (fast.enabled() and src.kind in fast.KINDS))
+    use_fast = fast.enabled()
+    batches = list(_batches(jobs, use_fast))
+    reader = fast.FastReader(run_id, redact, scratch) if any(is_fast for is_fast, _ in batches) else None
+    slow = sum(_to_read(src, prior, size) for src, prior, size in jobs if not (use_fast and src.kind in fast.KINDS))
     try:
         if workers <= 1 or slow < PARALLEL_MIN_BYTES:
             for is_fast, batch in batches:
