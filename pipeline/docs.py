@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from .models import load_models
-from .schema import BOOKKEEPING, MARTS, MODELS, STAGING, STAR
+from .schema import BOOKKEEPING, MARTS, MODELS, STAGING, STAR, VIEWS
 
 _BOOKKEEPING_WRITERS = {"_runs": "pipeline/runs.py", "_meta": "pipeline/warehouse.py",
                         "_source_files": "pipeline/load/state.py", "_rejects": "pipeline/load/state.py"}
@@ -19,6 +19,7 @@ def writers() -> dict[str, str]:
     out.update({t.name: "pipeline/transform/star.py (built), pipeline/load/star.py (stored)" for t in STAR})
     out.update({m.name: str(m.path.relative_to(root)) for m in load_models() if m.layer != "macros"})
     out.update(_BOOKKEEPING_WRITERS)
+    out.update({v.name: "pipeline/warehouse.py (a view)" for v in VIEWS})
     return out
 
 
@@ -26,7 +27,7 @@ def table_reference() -> str:
     out = []
     written_by = writers()
     models = [t for t in MODELS if t not in MARTS]
-    for title, tables in (("Star schema (built in polars)", STAR), ("Marts (sql/marts/)", MARTS),
+    for title, tables in (("Star schema (built in polars)", STAR), ("Views", VIEWS), ("Marts (sql/marts/)", MARTS),
                           ("Intermediate and report models (sql/intermediate/, sql/reports/)", models),
                           ("Bookkeeping", BOOKKEEPING), ("Staging (as read)", STAGING)):
         out.append(f"## {title}\n")

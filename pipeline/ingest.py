@@ -27,9 +27,24 @@ from .load.state import Plan, SourceState
 from .models import incremental_models_filled, run_models
 from .runs import RunSummary, new_run_id, record_run
 from .schema import MODELS, STAR
-from .warehouse import FORMAT_VERSION, connect, drop_all, ensure_schema, format_version, set_format_version, transaction
+from .warehouse import (
+    FORMAT_VERSION,
+    connect,
+    drop_all,
+    ensure_schema,
+    format_version,
+    result_chars,
+    set_format_version,
+    set_result_chars,
+    stored_result_chars,
+    transaction,
+)
 
 log = logging.getLogger(__name__)
+
+
+def _chars(n: int) -> str:
+    return f"the first {n:,} characters" if n else "all"
 
 
 class SourceError(Exception):
@@ -80,6 +95,11 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                             "rebuilding every session (rows of sources no longer on disk are kept)")
                 state.forget_fingerprints()
                 affected |= state.all_staged_sessions()
+            chars = result_chars()
+            if "_runs" not in created and not full and stored_result_chars(con) != chars:
+                log.warning("fct_tool_calls now holds %s of each tool output (it held %s): rebuilding every "
+                            "session's star rows", _chars(chars), _chars(stored_result_chars(con)))
+                affected |= state.all_staged_sessions()
 
             # discover and plan: which sources changed since the last run
             tell(0, 0, "finding sources")
@@ -121,7 +141,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
 
             # the star rows of the sessions that changed, then the SQL models and the checks
             tell(0, 0, "star schema")
-            star.rebuild(con, sorted(affected), folder / "star", root_repos)
+            star.rebuild(con, sorted(affected), folder / "star", root_repos, chars)
             mark = summary.phase("star", mark)
             if affected or new_models:
                 whole = full or upgrade or new_models or not incremental_models_filled(con)
@@ -146,6 +166,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             summary.seconds = time.perf_counter() - started
             mark = summary.phase("summary", mark)
             set_format_version(con)
+            set_result_chars(con, chars)
             record_run(con, summary, now)
             tell(0, 0, "committing")
         summary.phase("commit", mark)  # logged only: _runs was written before the commit

@@ -41,11 +41,11 @@ log = logging.getLogger(__name__)
 LAKE_TABLES = [t.name for t in STAR]
 TAGS = ("machine_id", "user_name")
 # what --metrics-only leaves out: every text a person or a model wrote (prompts, answers, titles made
-# from prompts, checkpoints, memories, tool arguments and output)
+# from prompts, checkpoints, memories, tool arguments and output, and the output's fingerprint)
 TEXT_COLUMNS = {
     "dim_sessions": ("title", "summary"),
     "fct_turns": ("user_message", "assistant_response"),
-    "fct_tool_calls": ("arguments", "result_content", "error_message"),
+    "fct_tool_calls": ("arguments", "result_content", "result_md5", "error_message"),
     "fct_checkpoints": ("title", "overview", "history", "work_done", "technical_details", "important_files",
                         "next_steps"),
     "fct_memories": ("content",),

@@ -276,7 +276,16 @@ STAR = [
         ("action", "VARCHAR", "view | edit | create when the call touched a file."),
         ("is_success", "BOOLEAN", "Completion's `success`; null when the call never completed."),
         ("error_message", "VARCHAR", "Error of a failed call."),
-        ("result_content", "VARCHAR", "`result.content` (what the model saw), redacted."),
+        ("result_content", "VARCHAR", "`result.content` (what the model saw), redacted: its first "
+                                      "`$COPILOT_WAREHOUSE_RESULT_CHARS` characters (4,096 unless set; 0: all of "
+                                      "it). The whole output is stored once, in stg_events; the view "
+                                      "tool_call_outputs gives it."),
+        ("result_chars", "BIGINT", "Length of the whole output in characters (more than "
+                                   "`length(result_content)` when it was cut)."),
+        ("result_md5", "VARCHAR", "MD5 of the whole output's UTF-8 bytes, hex: a fingerprint to compare outputs, "
+                                  "not a security hash."),
+        ("result_source_path", "VARCHAR", "Log the output is stored in (stg_events._source_path)."),
+        ("result_source_line", "BIGINT", "Its line there (stg_events._source_line)."),
         ("model", "VARCHAR", "Model that requested the call."),
         ("parent_tool_call_id", "VARCHAR", "Enclosing subagent call."),
         ("requested_at", "TIMESTAMPTZ", "UTC time of the assistant.message that requested it."),
@@ -736,7 +745,8 @@ BOOKKEEPING = [
 
 BOOKKEEPING.append(_t(
     "_meta", "one row per setting", ["key"], "What the warehouse knows about itself.",
-    ("key", "VARCHAR", "`format_version`: the version of what the readers stage and the star holds."),
+    ("key", "VARCHAR", "`format_version`: the version of what the readers stage and the star holds; "
+                       "`result_chars`: how many characters of each tool output fct_tool_calls holds (0: all)."),
     ("value", "VARCHAR", ""),
 ))
 
@@ -744,6 +754,18 @@ BOOKKEEPING.append(_t(
 # written with an older format is upgraded on the next ingest (column types altered, every source
 # still on disk read again, every session's star rows rebuilt; rows of sources gone from disk kept).
 FORMAT_VERSION = 3
+
+# views over the tables, created by warehouse.ensure_schema: documented like tables, never exported
+VIEWS = [_t(
+    "tool_call_outputs", "one row per tool call", ["session_id", "tool_call_id"],
+    "The whole output of each tool call, from the one place it is stored (stg_events; fct_tool_calls holds "
+    "its start). In a warehouse built from a lake, which has no staging rows, it is what fct_tool_calls holds.",
+    ("session_id", "VARCHAR", "Session."),
+    ("tool_call_id", "VARCHAR", "`toolCallId`."),
+    ("result_content", "VARCHAR", "The whole `result.content`, redacted."),
+    ("result_chars", "BIGINT", "Its length in characters."),
+    ("result_md5", "VARCHAR", "MD5 of its UTF-8 bytes, hex."),
+)]
 
 ALL_TABLES = STAGING + STAR + MODELS + BOOKKEEPING
 TABLES = {t.name: t for t in ALL_TABLES}

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from . import extensions
-from .schema import ALL_TABLES, FORMAT_VERSION, MODELS, Table, arrow_schema, to_arrow  # noqa: F401  (re-exported)
+from .schema import ALL_TABLES, FORMAT_VERSION, MODELS, VIEWS, Table, arrow_schema, to_arrow  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,43 @@ def row_group_size() -> int:
     `events` corpus the same within the noise)."""
     value = os.environ.get("COPILOT_WAREHOUSE_ROW_GROUP_SIZE", "")
     return int(value) if value.isdigit() and int(value) >= 2048 else ROW_GROUP_SIZE
+
+
+RESULT_CHARS = 4096
+
+
+def result_chars() -> int:
+    """How many characters of each tool output fct_tool_calls holds: ``$COPILOT_WAREHOUSE_RESULT_CHARS``,
+    else 4,096; 0 keeps all of it. The whole output is stored once, in stg_events (the view
+    ``tool_call_outputs`` gives it): a copy in fct_tool_calls doubled the warehouse on a corpus of
+    large outputs, and filling it in was a join that took a third of the ingest."""
+    value = os.environ.get("COPILOT_WAREHOUSE_RESULT_CHARS", "").strip()
+    if not value:
+        return RESULT_CHARS
+    if not value.isdigit():
+        raise WarehouseError(f"COPILOT_WAREHOUSE_RESULT_CHARS={value!r}: give a number of characters (0: all)")
+    return int(value)
+
+
+def stored_result_chars(con: duckdb.DuckDBPyConnection) -> int:
+    """The ``result_chars`` the star rows were built with (0, all of it, before the setting existed)."""
+    row = con.execute("select value from _meta where key = 'result_chars'").fetchone()
+    return int(row[0]) if row and str(row[0]).isdigit() else 0
+
+
+def set_result_chars(con: duckdb.DuckDBPyConnection, chars: int) -> None:
+    con.execute("delete from _meta where key = 'result_chars'")
+    con.execute("insert into _meta values ('result_chars', ?)", [str(chars)])
+
+
+# the whole output of each tool call, from the one place it is stored (a warehouse built from a lake
+# has no staging rows: there it is what fct_tool_calls holds); declared in schema.VIEWS
+VIEW_SQL = {"tool_call_outputs": """
+select c.session_id, c.tool_call_id, coalesce(e.result_content, c.result_content) as result_content,
+       c.result_chars, c.result_md5
+from fct_tool_calls as c
+left join stg_events as e on e._source_path = c.result_source_path and e._source_line = c.result_source_line
+"""}
 
 
 def key_table(con: duckdb.DuckDBPyConnection, name: str, values: list) -> str:
@@ -156,6 +193,9 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
             elif _type_name(have[c.name]) != _type_name(c.type):
                 # e.g. TIMESTAMP -> TIMESTAMPTZ: the naive values were UTC, and the session's zone is UTC
                 con.execute(f'alter table "{t.name}" alter column "{c.name}" type {c.type}')
+    for v in VIEWS:
+        con.execute(f'create or replace view "{v.name}" as {VIEW_SQL[v.name]}')
+        comment(con, v, "view")
     return created
 
 
@@ -181,8 +221,8 @@ def set_format_version(con: duckdb.DuckDBPyConnection, version: int = FORMAT_VER
     con.execute("insert into _meta values ('format_version', ?)", [str(version)])
 
 
-def comment(con: duckdb.DuckDBPyConnection, t: Table) -> None:
-    con.execute(f'comment on table "{t.name}" is ' + _lit(f"{t.description} Grain: {t.grain}."))
+def comment(con: duckdb.DuckDBPyConnection, t: Table, kind: str = "table") -> None:
+    con.execute(f'comment on {kind} "{t.name}" is ' + _lit(f"{t.description} Grain: {t.grain}."))
     for c in t.columns:
         if c.description:
             con.execute(f'comment on column "{t.name}"."{c.name}" is ' + _lit(c.description))
@@ -195,6 +235,8 @@ def _lit(s: str) -> str:
 
 def drop_all(con: duckdb.DuckDBPyConnection, keep: frozenset[str] = frozenset({"_runs"})) -> None:
     """Drop every declared table but the run log, which records the full rebuild too."""
+    for v in VIEWS:
+        con.execute(f'drop view if exists "{v.name}"')
     for t in ALL_TABLES:
         if t.name not in keep:
             con.execute(f'drop table if exists "{t.name}"')

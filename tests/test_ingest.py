@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import duckdb
+import pytest
 
 from pipeline.cli import main
 from pipeline.ingest import ingest
@@ -211,7 +212,7 @@ def test_reading_on_several_cores_loads_exactly_what_one_core_loads(sample_home,
 
 def test_star_rows_built_from_the_trimmed_staging_pull_equal_those_from_all_of_it(sample_home, tmp_path,
                                                                                     monkeypatch):
-    # tool outputs past the prefix the star pulls (transform.star.RESULT_PREFIX): stored whole, and a
+    # tool outputs past the prefix the star pulls (transform.star.RESULT_PREFIX): stored once, and a
     # `view` whose output starts after 5,000 characters of white space (some not ASCII) still reads as
     # numbered lines, a file touch, exactly as when the star saw all of it
     import json
@@ -241,15 +242,75 @@ def test_star_rows_built_from_the_trimmed_staging_pull_equal_those_from_all_of_i
     trimmed, whole = tmp_path / "trimmed.duckdb", tmp_path / "whole.duckdb"
     users = [REPO / "data" / "sample" / "vscode-user"]
     ingest(trimmed, [sample_home], users)
-    monkeypatch.setattr(star, "_staging_projection", lambda: {"stg_events": "*"})
+    monkeypatch.setattr(star, "_staging_projection", lambda prefix=None: {"stg_events": "*"})
     ingest(whole, [sample_home], users)
     assert snapshot(trimmed, STAR_TABLES) == snapshot(whole, STAR_TABLES)
-    stored = dict(rows(trimmed, "select tool_call_id, result_content from fct_tool_calls "
-                                "where session_id = 'long-outputs'"))
-    assert stored == outputs and all(len(v) > RESULT_PREFIX for v in outputs.values())
+    # fct_tool_calls holds the first 4,096 characters of each, its length and MD5; the view the whole of it
+    stored = {r[0]: r[1:] for r in rows(trimmed, "select tool_call_id, result_content, result_chars, result_md5 "
+                                                 "from fct_tool_calls where session_id = 'long-outputs'")}
+    assert stored == {k: (v[:4096], len(v), hashlib.md5(v.encode()).hexdigest()) for k, v in outputs.items()}
+    assert all(len(v) > RESULT_PREFIX for v in outputs.values())
+    assert dict(rows(trimmed, "select tool_call_id, result_content from tool_call_outputs "
+                              "where session_id = 'long-outputs'")) == outputs
     touched = {r[0] for r in rows(trimmed, "select f.path from fct_file_touches t join dim_files f using (file_id) "
                                            "where t.session_id = 'long-outputs'")}
     assert touched == {"a.py", "Makefile", "Dockerfile"}  # c is a folder listing
+
+
+def test_how_much_of_each_tool_output_fct_tool_calls_holds_is_a_setting_that_rebuilds_the_star(
+        sample_home, tmp_path, monkeypatch, capsys):
+    """COPILOT_WAREHOUSE_RESULT_CHARS: 4,096 unless set, 0 for all of it; changing it rebuilds every
+    session's star rows on the next ingest (nothing is read again), and nothing but the cut differs."""
+    import json
+
+    from pipeline.warehouse import WarehouseError
+    folder = sample_home / "session-state" / "big-output"
+    folder.mkdir()
+    big = "".join(f"{i:05d} {'x' * 93}\n" for i in range(100))  # 10,000 characters
+    events = [{"type": "session.start", "data": {"sessionId": "big-output", "context": {"cwd": "/w/p"}},
+               "id": "0", "timestamp": "2026-10-01T00:00:00Z"},
+              {"type": "user.message", "data": {"content": "run it"}, "id": "1", "timestamp": "2026-10-01T00:00:01Z"},
+              {"type": "tool.execution_start", "data": {"toolCallId": "t1", "toolName": "bash",
+                                                       "arguments": {"command": "seq"}},
+               "id": "2", "timestamp": "2026-10-01T00:00:02Z"},
+              {"type": "tool.execution_complete", "data": {"toolCallId": "t1", "success": True,
+                                                          "result": {"content": big}},
+               "id": "3", "timestamp": "2026-10-01T00:00:03Z"}]
+    (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    wh, whole = tmp_path / "w.duckdb", tmp_path / "whole.duckdb"
+    n_sessions = ingest(wh, [sample_home]).n_sessions_changed
+    calls = "select * exclude (result_content) from fct_tool_calls order by all"
+    cut = rows(wh, calls)
+
+    def output(db):
+        return rows(db, "select result_content, result_chars, result_md5, "
+                        "(select result_content from tool_call_outputs where tool_call_id = 't1') "
+                        "from fct_tool_calls where tool_call_id = 't1'")[0]
+
+    md5 = hashlib.md5(big.encode()).hexdigest()
+    assert output(wh) == (big[:4096], 10_000, md5, big)
+    assert rows(wh, "select value from _meta where key = 'result_chars'") == [("4096",)]
+
+    monkeypatch.setenv("COPILOT_WAREHOUSE_RESULT_CHARS", "0")
+    summary = ingest(wh, [sample_home])
+    assert summary.n_sessions_changed == n_sessions and summary.n_records == 0  # rebuilt, nothing read again
+    assert output(wh) == (big, 10_000, md5, big)
+    assert rows(wh, calls) == cut  # only the cut differs
+    ingest(whole, [sample_home], full=True)
+    assert snapshot(wh, STAR_TABLES) == snapshot(whole, STAR_TABLES)  # as a warehouse built with it
+    assert ingest(wh, [sample_home]).n_sessions_changed == 0  # the setting is remembered
+
+    monkeypatch.setenv("COPILOT_WAREHOUSE_RESULT_CHARS", "100")
+    ingest(wh, [sample_home])
+    assert output(wh) == (big[:100], 10_000, md5, big)
+    assert rows(wh, "select count(*) = (select count(*) from fct_tool_calls) from tool_call_outputs") == [(True,)]
+
+    monkeypatch.setenv("COPILOT_WAREHOUSE_RESULT_CHARS", "lots")
+    with pytest.raises(WarehouseError, match="COPILOT_WAREHOUSE_RESULT_CHARS"):
+        ingest(wh, [sample_home])
+    capsys.readouterr()
+    assert main(["ingest", "--copilot-home", str(sample_home), "--warehouse", str(wh)]) == 2
+    assert "COPILOT_WAREHOUSE_RESULT_CHARS='lots'" in capsys.readouterr().err
 
 
 def test_star_rows_are_the_same_whether_built_in_one_batch_or_many(sample_home, tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ import duckdb
 
 from ..schema import STAGING, STAR
 from ..vocabulary import SESSION_START, SYSTEM_MESSAGE
-from ..warehouse import key_table
+from ..warehouse import RESULT_CHARS, key_table
 from .spool import Spool, insert
 
 if TYPE_CHECKING:
@@ -55,12 +55,14 @@ def _text_of(event_type: str) -> str:
     return ", ".join(out)
 
 
-def _staging_projection() -> dict[str, str]:
+def _staging_projection(prefix: int | None = None) -> dict[str, str]:
     """What the star build selects from each staging table: the event texts as ``_text_columns``
-    says, and of a tool's output its start (``transform.star.RESULT_CONTENT_SQL``)."""
-    from ..transform.star import RESULT_CONTENT_SQL
+    says, and of a tool's output its first ``prefix`` characters (``transform.star.result_content_sql``;
+    at least ``RESULT_PREFIX``)."""
+    from ..transform.star import RESULT_PREFIX, result_content_sql
 
-    columns = [*_text_columns().values(), f"{RESULT_CONTENT_SQL} as result_content"]
+    columns = [*_text_columns().values(),
+               f"{result_content_sql(max(prefix or 0, RESULT_PREFIX))} as result_content"]
     return {"stg_events": "* replace (" + ", ".join(columns) + ")"}
 
 
@@ -101,8 +103,9 @@ def root_repositories(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], s
 
 
 def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path,
-            root_repos: dict[str, str] | None = None) -> None:
-    """Replace the star rows of the affected sessions, built batch by batch.
+            root_repos: dict[str, str] | None = None, chars: int = RESULT_CHARS) -> None:
+    """Replace the star rows of the affected sessions, built batch by batch; fct_tool_calls holds the
+    first ``chars`` characters of each tool output (0: all of it).
 
     A batch's star rows are built on a second thread while the next batch is pulled out of DuckDB
     and the one before is stored (polars and DuckDB release the GIL): the phase keeps both cores
@@ -110,53 +113,64 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     """
     if not affected:
         return
-    from ..transform.star import RESULT_SOURCE, build_star
+    from ..transform.star import RESULT_FACTS_SQL, RESULT_SOURCE, build_star
 
-    # tool calls are staged with the event their output came from, and get the whole output from it
-    # below, in SQL: a large output never goes through polars (see transform.star.RESULT_PREFIX)
-    con.execute(f"create or replace temp table {_CALLS} as select *, null::varchar as {RESULT_SOURCE[0]}, "
-                f"null::bigint as {RESULT_SOURCE[1]} from fct_tool_calls limit 0")
+    # the star pulls the start of each tool output, with the whole output's length and MD5: a large
+    # output never goes through polars (see transform.star.RESULT_PREFIX). With chars 0, the tool calls
+    # wait in a temp table and get the whole output from its event below, in SQL
+    calls_table = _CALLS if chars == 0 else "fct_tool_calls"
+    if chars == 0:
+        con.execute(f"create or replace temp table {_CALLS} as select * from fct_tool_calls limit 0")
     spool = Spool(con, spool_dir)
-    projection = _staging_projection()
+    projection = _staging_projection(chars)
     present = con.sql("select source_path, session_id from _source_files where is_present").pl()
     batches = [affected[i:i + SESSION_BATCH] for i in range(0, len(affected), SESSION_BATCH)]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="star") as builder:
         building = None
         for batch in batches:
             in_batch = key_table(con, "_star_batch", batch)
-            stg = {t.name: con.sql(f'select {projection.get(t.name, "*")} from "{t.name}" '
+            stg = {t.name: con.sql(f'select {projection.get(t.name, "*")}'
+                                   f'{", " + RESULT_FACTS_SQL if t.name == "stg_events" else ""} from "{t.name}" '
                                    f"where session_id in {in_batch}{_ORDER.get(t.name, ' order by all')}").pl()
                    for t in STAGING}
             built = building.result() if building is not None else None
             building = builder.submit(build_star, stg, root_repos, present)
             del stg
             if built is not None:
-                _store(spool, built)
+                _store(spool, built, calls_table, chars)
         if building is not None:
-            _store(spool, building.result())
+            _store(spool, building.result(), calls_table, chars)
     in_affected = key_table(con, "_star_affected", affected)
     for table in SESSION_TABLES:
         con.execute(f'delete from "{table}" where session_id in {in_affected}')
     con.execute('drop table "_star_batch"')
     con.execute('drop table "_star_affected"')
     spool.load()
-    path, line = RESULT_SOURCE
-    con.execute(f"""
-        insert into fct_tool_calls by name
-        select calls.* exclude ({path}, {line}) replace (
-            case when calls.{path} is null then calls.result_content else ev.result_content end as result_content)
-        from {_CALLS} as calls
-        left join stg_events as ev on ev._source_path = calls.{path} and ev._source_line = calls.{line}""")
-    con.execute(f"drop table {_CALLS}")
+    if chars == 0:
+        path, line = RESULT_SOURCE
+        con.execute(f"""
+            insert into fct_tool_calls by name
+            select calls.* replace (
+                case when calls.{path} is null then calls.result_content else ev.result_content end as result_content)
+            from {_CALLS} as calls
+            left join stg_events as ev on ev._source_path = calls.{path} and ev._source_line = calls.{line}""")
+        con.execute(f"drop table {_CALLS}")
     _rebuild_memories_of_no_session(con)
 
 
 _CALLS = "_star_tool_calls"  # this run's tool calls before their outputs are filled in (a temp table)
 
 
-def _store(spool: Spool, star: dict[str, pl.DataFrame]) -> None:
+def _store(spool: Spool, star: dict[str, pl.DataFrame], calls_table: str, chars: int) -> None:
+    import polars as pl
+
     for table in SESSION_TABLES:
-        spool.add(_CALLS if table == "fct_tool_calls" else table, star[table].to_arrow())
+        frame = star[table]
+        if table == "fct_tool_calls":
+            if chars:
+                frame = frame.with_columns(pl.col("result_content").str.slice(0, chars))
+            table = calls_table
+        spool.add(table, frame.to_arrow())
 
 
 def _rebuild_memories_of_no_session(con: duckdb.DuckDBPyConnection) -> None:

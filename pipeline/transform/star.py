@@ -6,6 +6,8 @@ the fact frames and the session dimension for exactly the sessions present in it
 
 from __future__ import annotations
 
+import hashlib
+
 import orjson
 import polars as pl
 
@@ -102,14 +104,25 @@ EVENT_TEXT_SQL = {
 # reads only whether it is there and how it starts (a `view` of a folder lists entries, not numbered
 # lines), so it gets the first RESULT_PREFIX characters - all of them when those are only white space,
 # so that the `^\s*1[.:|]` test below sees the same text (the first two characters after the white
-# space are within the prefix). fct_tool_calls keeps the path and line of
-# the completion event it took the output from (``RESULT_SOURCE``), and load/star.py fills in the
-# whole text from stg_events in SQL.
+# space are within the prefix) - with the whole output's length and MD5 (``RESULT_FACTS_SQL``).
+# fct_tool_calls keeps the path and line of the completion event it took the output from
+# (``RESULT_SOURCE``): the whole output is stored once, in stg_events, and fct_tool_calls holds its
+# first ``warehouse.result_chars()`` characters (load/star.py cuts them, or fills in the whole text
+# from stg_events in SQL when that setting is 0).
 RESULT_PREFIX = 4096
-RESULT_CONTENT_SQL = (f"case when length(result_content) <= {RESULT_PREFIX} or regexp_full_match("
-                      f"left(result_content, {RESULT_PREFIX - 2}), '[\\t\\n\\x0B\\f\\r\\x{{85}}\\pZ]*') "
-                      f"then result_content else left(result_content, {RESULT_PREFIX}) end")
-RESULT_SOURCE = ("_result_path", "_result_line")
+
+
+def result_content_sql(prefix: int = RESULT_PREFIX) -> str:
+    """The SQL of the start of a tool's output the star pulls: its first ``prefix`` characters, or all of
+    it when the first ``prefix - 2`` are white space."""
+    return (f"case when length(result_content) <= {prefix} or regexp_full_match("
+            f"left(result_content, {prefix - 2}), '[\\t\\n\\x0B\\f\\r\\x{{85}}\\pZ]*') "
+            f"then result_content else left(result_content, {prefix}) end")
+
+
+RESULT_CONTENT_SQL = result_content_sql()
+RESULT_FACTS_SQL = "length(result_content)::bigint as result_chars, md5(result_content) as result_md5"
+RESULT_SOURCE = ("result_source_path", "result_source_line")
 
 
 def prepare_events(events: pl.DataFrame) -> pl.DataFrame:
@@ -192,16 +205,24 @@ def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
                       pl.col("arguments").alias("start_args"), pl.col("model").alias("start_model"),
                       pl.col("mcp_server_name").alias("start_mcp"), pl.col("turn_index").alias("start_turn"),
                       pl.col("parent_tool_call_id").alias("start_parent"), pl.col("at").alias("started_at")))
-    source = [pl.col("_source_path").alias(RESULT_SOURCE[0]), pl.col("_source_line").alias(RESULT_SOURCE[1])] \
+    has_output = pl.col("result_content").is_not_null()
+    source = [pl.when(has_output).then(pl.col(c)).alias(to) for c, to in zip(("_source_path", "_source_line"),
+                                                                               RESULT_SOURCE, strict=True)] \
         if "_source_line" in ev.columns else [pl.lit(None, pl.String).alias(RESULT_SOURCE[0]),
                                               pl.lit(None, pl.Int64).alias(RESULT_SOURCE[1])]
+    # the whole output's length and MD5, computed in SQL where staging is pulled (RESULT_FACTS_SQL); a
+    # frame without them (built by hand, or pulled whole) holds the whole output: computed from it here
+    facts = ["result_chars", "result_md5"] if "result_md5" in ev.columns else [
+        pl.col("result_content").str.len_chars().cast(pl.Int64).alias("result_chars"),
+        pl.col("result_content").map_elements(lambda t: hashlib.md5(t.encode()).hexdigest(), return_dtype=pl.String,
+                                              skip_nulls=True).alias("result_md5")]
     done = (ev.filter(pl.col("event_type").is_in(TOOL_COMPLETIONS))
             .with_columns(pl.coalesce("tool_call_id", pl.format("done-{}", "event_index")).alias("tool_call_id"))
             .unique(["session_id", "tool_call_id"], keep="last", maintain_order=True)
             .select("session_id", "tool_call_id", pl.col("tool_name").alias("done_name"),
                     pl.col("arguments").alias("done_args"), pl.col("model").alias("done_model"),
                     pl.col("turn_index").alias("done_turn"), pl.col("parent_tool_call_id").alias("done_parent"),
-                    pl.col("success").alias("is_success"), "error_message", "result_content",
+                    pl.col("success").alias("is_success"), "error_message", "result_content", *facts,
                     pl.col("at").alias("completed_at"), *source))
     keys = pl.concat([f.select("session_id", "tool_call_id") for f in (req, starts, done)]).unique()
     calls = (keys.join(req, on=["session_id", "tool_call_id"], how="left")
@@ -213,7 +234,7 @@ def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce("start_name", "req_name", "done_name").alias("tool_name"),
         pl.coalesce("start_mcp", "req_mcp").alias("mcp_server_name"),
         pl.coalesce("start_args", "req_args", "done_args").alias("arguments"),
-        "is_success", "error_message", "result_content",
+        "is_success", "error_message", "result_content", "result_chars", "result_md5",
         pl.coalesce("req_model", "start_model", "done_model").alias("model"),
         pl.coalesce("start_parent", "done_parent").alias("parent_tool_call_id"),
         "requested_at",
@@ -551,9 +572,8 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
     return {
         "dim_sessions": conform(sess, "dim_sessions"),
         "fct_turns": conform(turns, "fct_turns"),
-        # with the event its output came from (load/star.py fills the whole output in from there)
-        "fct_tool_calls": pl.concat([conform(calls, "fct_tool_calls"), calls.select(*RESULT_SOURCE)],
-                                    how="horizontal"),
+        # with the start of each output and the event it came from (load/star.py cuts or fills it in)
+        "fct_tool_calls": conform(calls, "fct_tool_calls"),
         "fct_file_touches": conform(touches, "fct_file_touches"),
         "fct_checkpoints": conform(checkpoints(stg["stg_checkpoints"], ev), "fct_checkpoints"),
         "fct_refs": conform(refs(stg["stg_store_refs"], ev), "fct_refs"),
