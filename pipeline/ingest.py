@@ -34,8 +34,7 @@ from .warehouse import (
     ensure_schema,
     format_version,
     result_chars,
-    set_format_version,
-    set_result_chars,
+    set_meta,
     stored_result_chars,
     transaction,
 )
@@ -95,10 +94,10 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                             "rebuilding every session (rows of sources no longer on disk are kept)")
                 state.forget_fingerprints()
                 affected |= state.all_staged_sessions()
-            chars = result_chars()
-            if "_runs" not in created and not full and stored_result_chars(con) != chars:
+            chars, held = result_chars(), stored_result_chars(con)
+            if "_runs" not in created and not full and held != chars:
                 log.warning("fct_tool_calls now holds %s of each tool output (it held %s): rebuilding every "
-                            "session's star rows", _chars(chars), _chars(stored_result_chars(con)))
+                            "session's star rows", _chars(chars), _chars(held))
                 affected |= state.all_staged_sessions()
 
             # discover and plan: which sources changed since the last run
@@ -165,8 +164,8 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                 summary.tables[t] = con.execute(f'select count(*) from "{t}"').fetchone()[0]
             summary.seconds = time.perf_counter() - started
             mark = summary.phase("summary", mark)
-            set_format_version(con)
-            set_result_chars(con, chars)
+            set_meta(con, "format_version", FORMAT_VERSION)
+            set_meta(con, "result_chars", chars)
             record_run(con, summary, now)
             tell(0, 0, "committing")
         summary.phase("commit", mark)  # logged only: _runs was written before the commit

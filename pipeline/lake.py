@@ -34,7 +34,7 @@ from . import extensions
 from .checks import ChecksFailed, run_checks
 from .models import load_models, run_models
 from .schema import STAR, TABLES
-from .warehouse import connect, ensure_schema, key_table, transaction
+from .warehouse import connect, ensure_schema, key_table, meta, set_meta, transaction
 
 log = logging.getLogger(__name__)
 
@@ -297,12 +297,12 @@ def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
     if path.exists():
         con = connect(path, read_only=True)
         try:
-            have = con.execute("select value from _meta where key = 'lake_snapshot'").fetchall()
+            have = meta(con, "lake_snapshot")
         except duckdb.Error:
-            have = []
+            have = None
         finally:
             con.close()
-        if have and have[0][0] == snapshot:
+        if have == snapshot:
             return path
     tmp = path.with_name(path.name + ".building")
     tmp.unlink(missing_ok=True)
@@ -325,8 +325,7 @@ def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
             failures = run_checks(con)
             if failures:
                 raise ChecksFailed(failures)
-            con.execute("delete from _meta where key = 'lake_snapshot'")
-            con.execute("insert into _meta values ('lake_snapshot', ?)", [snapshot])
+            set_meta(con, "lake_snapshot", snapshot)
     finally:
         con.close()
     tmp.replace(path)

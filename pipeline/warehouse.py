@@ -53,13 +53,19 @@ def result_chars() -> int:
 
 def stored_result_chars(con: duckdb.DuckDBPyConnection) -> int:
     """The ``result_chars`` the star rows were built with (0, all of it, before the setting existed)."""
-    row = con.execute("select value from _meta where key = 'result_chars'").fetchone()
-    return int(row[0]) if row and str(row[0]).isdigit() else 0
+    value = meta(con, "result_chars")
+    return int(value) if value and value.isdigit() else 0
 
 
-def set_result_chars(con: duckdb.DuckDBPyConnection, chars: int) -> None:
-    con.execute("delete from _meta where key = 'result_chars'")
-    con.execute("insert into _meta values ('result_chars', ?)", [str(chars)])
+def meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    """The value ``_meta`` holds for ``key``, or None."""
+    row = con.execute("select value from _meta where key = ?", [key]).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
+
+
+def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: object) -> None:
+    con.execute("delete from _meta where key = ?", [key])
+    con.execute("insert into _meta values (?, ?)", [key, str(value)])
 
 
 # the whole output of each tool call, from the one place it is stored (a warehouse built from a lake
@@ -212,13 +218,8 @@ def format_version(con: duckdb.DuckDBPyConnection, created: list[str]) -> int:
     1 for one written before ``_meta`` existed."""
     if "_runs" in created:  # a new warehouse
         return FORMAT_VERSION
-    row = con.execute("select value from _meta where key = 'format_version'").fetchone()
-    return int(row[0]) if row and str(row[0]).isdigit() else 1
-
-
-def set_format_version(con: duckdb.DuckDBPyConnection, version: int = FORMAT_VERSION) -> None:
-    con.execute("delete from _meta where key = 'format_version'")
-    con.execute("insert into _meta values ('format_version', ?)", [str(version)])
+    value = meta(con, "format_version")
+    return int(value) if value and value.isdigit() else 1
 
 
 def comment(con: duckdb.DuckDBPyConnection, t: Table, kind: str = "table") -> None:

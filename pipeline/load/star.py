@@ -58,12 +58,12 @@ def _text_of(event_type: str) -> str:
 def _staging_projection(prefix: int | None = None) -> dict[str, str]:
     """What the star build selects from each staging table: the event texts as ``_text_columns``
     says, and of a tool's output its first ``prefix`` characters (``transform.star.result_content_sql``;
-    at least ``RESULT_PREFIX``)."""
-    from ..transform.star import RESULT_PREFIX, result_content_sql
+    at least ``RESULT_PREFIX``) with the whole output's length and MD5 (``RESULT_FACTS_SQL``)."""
+    from ..transform.star import RESULT_FACTS_SQL, RESULT_PREFIX, result_content_sql
 
     columns = [*_text_columns().values(),
                f"{result_content_sql(max(prefix or 0, RESULT_PREFIX))} as result_content"]
-    return {"stg_events": "* replace (" + ", ".join(columns) + ")"}
+    return {"stg_events": "* replace (" + ", ".join(columns) + "), " + RESULT_FACTS_SQL}
 
 
 def root_repositories(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], set[str]]:
@@ -113,12 +113,11 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     """
     if not affected:
         return
-    from ..transform.star import RESULT_FACTS_SQL, RESULT_SOURCE, build_star
+    from ..transform.star import RESULT_SOURCE, build_star
 
     # the star pulls the start of each tool output, with the whole output's length and MD5: a large
     # output never goes through polars (see transform.star.RESULT_PREFIX). With chars 0, the tool calls
     # wait in a temp table and get the whole output from its event below, in SQL
-    calls_table = _CALLS if chars == 0 else "fct_tool_calls"
     if chars == 0:
         con.execute(f"create or replace temp table {_CALLS} as select * from fct_tool_calls limit 0")
     spool = Spool(con, spool_dir)
@@ -129,17 +128,16 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
         building = None
         for batch in batches:
             in_batch = key_table(con, "_star_batch", batch)
-            stg = {t.name: con.sql(f'select {projection.get(t.name, "*")}'
-                                   f'{", " + RESULT_FACTS_SQL if t.name == "stg_events" else ""} from "{t.name}" '
+            stg = {t.name: con.sql(f'select {projection.get(t.name, "*")} from "{t.name}" '
                                    f"where session_id in {in_batch}{_ORDER.get(t.name, ' order by all')}").pl()
                    for t in STAGING}
             built = building.result() if building is not None else None
             building = builder.submit(build_star, stg, root_repos, present)
             del stg
             if built is not None:
-                _store(spool, built, calls_table, chars)
+                _store(spool, built, chars)
         if building is not None:
-            _store(spool, building.result(), calls_table, chars)
+            _store(spool, building.result(), chars)
     in_affected = key_table(con, "_star_affected", affected)
     for table in SESSION_TABLES:
         con.execute(f'delete from "{table}" where session_id in {in_affected}')
@@ -161,15 +159,17 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
 _CALLS = "_star_tool_calls"  # this run's tool calls before their outputs are filled in (a temp table)
 
 
-def _store(spool: Spool, star: dict[str, pl.DataFrame], calls_table: str, chars: int) -> None:
+def _store(spool: Spool, star: dict[str, pl.DataFrame], chars: int) -> None:
+    """A batch's star rows into the spool; its tool outputs cut to ``chars`` characters (0: whole, once
+    the temp table ``_CALLS`` they wait in is joined with stg_events)."""
     import polars as pl
 
     for table in SESSION_TABLES:
         frame = star[table]
-        if table == "fct_tool_calls":
-            if chars:
-                frame = frame.with_columns(pl.col("result_content").str.slice(0, chars))
-            table = calls_table
+        if table == "fct_tool_calls" and chars:
+            frame = frame.with_columns(pl.col("result_content").str.slice(0, chars))
+        elif table == "fct_tool_calls":
+            table = _CALLS
         spool.add(table, frame.to_arrow())
 
 

@@ -120,7 +120,6 @@ def result_content_sql(prefix: int = RESULT_PREFIX) -> str:
             f"then result_content else left(result_content, {prefix}) end")
 
 
-RESULT_CONTENT_SQL = result_content_sql()
 RESULT_FACTS_SQL = "length(result_content)::bigint as result_chars, md5(result_content) as result_md5"
 RESULT_SOURCE = ("result_source_path", "result_source_line")
 
