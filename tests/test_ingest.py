@@ -377,23 +377,34 @@ def test_an_older_warehouse_gets_the_declared_tables_and_columns_it_lacks(sample
 
 def test_rows_spooled_through_parquet_parts_equal_rows_inserted_directly(sample_home, tmp_path, monkeypatch):
     """A large run writes its rows to Parquet parts and loads them with one INSERT per table; a run
-    with less than a part's worth inserts them from memory. Both give the same warehouse."""
+    with less than a part's worth inserts them from memory. Both give the same warehouse. A part's
+    row groups hold about Spool.ROW_GROUP_BYTES each (DuckDB reads a row group whole)."""
+    import pyarrow.parquet as pq
+
     from pipeline.load.spool import Spool
 
     users = [REPO / "data" / "sample" / "vscode-user"]
     direct, parts = tmp_path / "direct.duckdb", tmp_path / "parts.duckdb"
     ingest(direct, [sample_home], users)
-    loaded_parts = []
+    loaded_parts, groups = [], []
     real_load = Spool.load
 
     def load(self):
         loaded_parts.append(sum(self.parts.values()))
+        self._write()
+        for part in self.folder.glob("stg_events/*.parquet"):
+            meta = pq.ParquetFile(part).metadata
+            groups.append((meta.num_rows, meta.num_row_groups))
         real_load(self)
 
     monkeypatch.setattr(Spool, "PART_BYTES", 1)  # every add writes a part
+    monkeypatch.setattr(Spool, "ROW_GROUP_BYTES", 2048)
     monkeypatch.setattr(Spool, "load", load)
     ingest(parts, [sample_home], users)
     assert sum(loaded_parts) > 10  # the Parquet path was taken
+    # parts of many events are cut into row groups (the sample's events average ~400 bytes in Arrow)
+    assert any(n_rows > 20 for n_rows, _ in groups)
+    assert all(n_groups >= n_rows // 20 for n_rows, n_groups in groups), groups
     tables = STAR_TABLES + ["stg_events", "stg_tool_requests", "stg_session_meta", "_rejects"]
     assert snapshot(direct, tables) == snapshot(parts, tables)
     bookkeeping = "select * exclude (last_run_id) from _source_files order by source_path"

@@ -103,6 +103,7 @@ class Spool:
 
     ROW_BYTES = 256  # what a small bookkeeping row (a dict) is counted as
     PART_BYTES = 64 * 1024 * 1024
+    ROW_GROUP_BYTES = 4 * 1024 * 1024
 
     def __init__(self, con: duckdb.DuckDBPyConnection, folder: Path, limit_bytes: int | None = None):
         self.con, self.folder, self.limit = con, folder, limit_bytes or self.PART_BYTES
@@ -153,8 +154,12 @@ class Spool:
         for table, tbl in taken.items():
             n = self.parts.get(table, 0)
             (self.folder / table).mkdir(parents=True, exist_ok=True)
-            # uncompressed: written twice as fast, read back once, deleted right after
-            pq.write_table(tbl, self.folder / table / f"part-{n:05d}.parquet", compression="none")
+            # uncompressed: written twice as fast, read back once, deleted right after. Row groups of
+            # about ROW_GROUP_BYTES: DuckDB reads a Parquet row group whole, and pyarrow's default (a
+            # million rows) made each part one 64 MB group that DuckDB's INSERT held while it wrote
+            # (1 GB `outputs` corpus: the INSERT of stg_events 5.0 -> 2.7 s, its peak RSS 1.17 -> 0.59 GB)
+            rows = max(1, tbl.num_rows * self.ROW_GROUP_BYTES // max(1, tbl.nbytes))
+            pq.write_table(tbl, self.folder / table / f"part-{n:05d}.parquet", compression="none", row_group_size=rows)
             self.parts[table] = n + 1
 
     def load(self) -> None:
