@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.cli import main
@@ -451,3 +451,18 @@ def test_a_home_full_of_mutated_files_ingests_and_reports(data):
         kept = {r[0] for r in rows(wh, "select event_id from stg_events")}
         assert {f"s{i}-good-{n}" for i in range(6) for n in (1, 2)} <= kept
         assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet"]) == 0
+
+
+@example({"title": "\x85"})  # NEL: the pure-Python SafeDumper wrote `'\x85  '`, which loads back as another text
+@example({"title": "a\u2028b", "tags": ["\ufeff", "- x", "null"], "turns": 3, "project": None})
+@given(st.dictionaries(st.sampled_from(["title", "session_id", "project", "tags", "turns"]),
+                       st.one_of(st.text(), st.integers(), st.none(), st.lists(st.text(), max_size=3)),
+                       max_size=5))
+def test_a_wiki_page_front_matter_loads_back_to_what_it_says(meta):
+    """Titles, folders and names in a page's front matter come from the logs: any text must survive
+    the YAML round trip, so tools that read the wiki's front matter see the warehouse's values."""
+    from pipeline.wiki.markdown import front_matter
+
+    text = front_matter(meta)
+    assert text.startswith("---\n") and text.endswith("---\n")
+    assert yaml.safe_load(text[4:-4]) == meta
