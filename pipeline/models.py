@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,10 +118,11 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
                root: Path | None = None) -> list[str]:
     """(Re)build every macro and model; ``sessions`` limits the incremental models to the rows of
     those sessions (None: everything). Returns the names of the models (not macros) in build order."""
-    built = []
+    built, seconds = [], {}
     if sessions is not None:
         key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to
     for model in load_models(root):
+        started = time.perf_counter()
         try:
             _build(con, model, sessions)
         except ModelError:
@@ -131,10 +133,17 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
             raise ModelError(f"model {model.name} failed: {str(exc).splitlines()[0]}") from exc
         if model.layer != "macros":
             built.append(model.name)
+            seconds[model.name] = time.perf_counter() - started
     if sessions is not None:
         con.execute('drop table "_scope"')
-    log.info("%d models built (%s)", len(built), "incremental" if sessions is not None else "full")
+    slowest = sorted(seconds.items(), key=lambda kv: -kv[1])[:SLOWEST]
+    log.info("%d models built (%s) in %.2fs; slowest: %s", len(built),
+             "incremental" if sessions is not None else "full", sum(seconds.values()),
+             ", ".join(f"{name} {secs:.2f}s" for name, secs in slowest))
     return built
+
+
+SLOWEST = 5  # models named, with their seconds, in the log line of a build (`-v`)
 
 
 def narrowed(sql: str, key: str, condition: str) -> str:

@@ -155,3 +155,21 @@ def test_topic_terms_per_source(crafted):
     assert q(crafted, "select count(*) from int_stopwords where term in ('the', 'fix', 'file', 'py')") == [(4,)]
     assert q(crafted, "select term, tf from int_search_terms where doc_id = 'prompt:s1:1' order by 1") == [
         ("lexer", 1), ("now", 1), ("the", 1), ("tokens", 1)]
+
+
+def test_a_build_logs_its_time_and_its_slowest_models(tmp_path, caplog):
+    import re
+
+    from pipeline.models import SLOWEST
+
+    con = crafted_warehouse(tmp_path / "c.duckdb")
+    with caplog.at_level("INFO", logger="pipeline.models"):
+        built = run_models(con)
+    con.close()
+    line = next(r.getMessage() for r in caplog.records if "models built" in r.getMessage())
+    m = re.fullmatch(rf"{len(built)} models built \(full\) in (\d+\.\d\d)s; slowest: (.+)", line)
+    assert m, line
+    named = [re.fullmatch(r"(\w+) (\d+\.\d\d)s", part).groups() for part in m.group(2).split(", ")]
+    assert len(named) == SLOWEST and {n for n, _ in named} <= set(built)
+    secs = [float(s) for _, s in named]
+    assert secs == sorted(secs, reverse=True) and sum(secs) <= float(m.group(1)) + 0.01 * SLOWEST
