@@ -118,7 +118,7 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
                root: Path | None = None) -> list[str]:
     """(Re)build every macro and model; ``sessions`` limits the incremental models to the rows of
     those sessions (None: everything). Returns the names of the models (not macros) in build order."""
-    built, seconds = [], {}
+    seconds: dict[str, float] = {}  # of each model (not macro) built, in build order
     if sessions is not None:
         key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to
     for model in load_models(root):
@@ -132,15 +132,14 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
         except Exception as exc:  # duckdb's error types vary; all of them mean this model is wrong
             raise ModelError(f"model {model.name} failed: {str(exc).splitlines()[0]}") from exc
         if model.layer != "macros":
-            built.append(model.name)
             seconds[model.name] = time.perf_counter() - started
     if sessions is not None:
         con.execute('drop table "_scope"')
     slowest = sorted(seconds.items(), key=lambda kv: -kv[1])[:SLOWEST]
-    log.info("%d models built (%s) in %.2fs; slowest: %s", len(built),
+    log.info("%d models built (%s) in %.2fs; slowest: %s", len(seconds),
              "incremental" if sessions is not None else "full", sum(seconds.values()),
              ", ".join(f"{name} {secs:.2f}s" for name, secs in slowest))
-    return built
+    return list(seconds)
 
 
 SLOWEST = 5  # models named, with their seconds, in the log line of a build (`-v`)

@@ -746,7 +746,8 @@ BOOKKEEPING = [
 BOOKKEEPING.append(_t(
     "_meta", "one row per setting", ["key"], "What the warehouse knows about itself.",
     ("key", "VARCHAR", "`format_version`: the version of what the readers stage and the star holds; "
-                       "`result_chars`: how many characters of each tool output fct_tool_calls holds (0: all)."),
+                       "`result_chars`: how many characters of each tool output fct_tool_calls holds (0: all); "
+                       "`lake_snapshot`: in a warehouse built from a lake, the DuckLake snapshot it holds."),
     ("value", "VARCHAR", ""),
 ))
 

@@ -56,14 +56,19 @@ def result_chars() -> int:
 
 def stored_result_chars(con: duckdb.DuckDBPyConnection) -> int:
     """The ``result_chars`` the star rows were built with (0, all of it, before the setting existed)."""
-    value = meta(con, "result_chars")
-    return int(value) if value and value.isdigit() else 0
+    return meta_int(con, "result_chars", 0)
 
 
 def meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
     """The value ``_meta`` holds for ``key``, or None."""
     row = con.execute("select value from _meta where key = ?", [key]).fetchone()
     return None if row is None or row[0] is None else str(row[0])
+
+
+def meta_int(con: duckdb.DuckDBPyConnection, key: str, default: int) -> int:
+    """The number ``_meta`` holds for ``key``; ``default`` when it holds none."""
+    value = meta(con, key)
+    return int(value) if value and value.isdigit() else default
 
 
 def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: object) -> None:
@@ -221,8 +226,7 @@ def format_version(con: duckdb.DuckDBPyConnection, created: list[str]) -> int:
     1 for one written before ``_meta`` existed."""
     if "_runs" in created:  # a new warehouse
         return FORMAT_VERSION
-    value = meta(con, "format_version")
-    return int(value) if value and value.isdigit() else 1
+    return meta_int(con, "format_version", 1)
 
 
 def comment(con: duckdb.DuckDBPyConnection, t: Table, kind: str = "table") -> None:
