@@ -16,7 +16,8 @@ import hashlib
 import io
 import multiprocessing
 import re
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Executor, ProcessPoolExecutor
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -149,6 +150,12 @@ def _draw_args(job: tuple) -> str:
 
 def render_all(specs: dict[str, tuple], out_dir: Path) -> dict[str, str]:
     """SVG text per chart path: reused from ``out_dir`` when its data digest matches, else drawn."""
+    return start(specs, out_dir)()
+
+
+def start(specs: dict[str, tuple], out_dir: Path, pool: Executor | None = None) -> Callable[[], dict[str, str]]:
+    """Begin drawing the charts that changed (``render_all``) on ``pool``, or on a pool of their own
+    when there are many, or here; returns the function that waits for them and gives every SVG."""
     done, todo = {}, []
     for rel, (name, args) in sorted(specs.items()):
         digest = _digest(name, args)
@@ -160,20 +167,34 @@ def render_all(specs: dict[str, tuple], out_dir: Path) -> dict[str, str]:
                 done[rel] = old
                 continue
         todo.append((rel, (name, args, digest)))
-    if len(todo) >= PARALLEL_MIN_CHARTS and (multiprocessing.cpu_count() or 1) > 1:
-        from .processes import stop_pool, worker_init
+    own = None
+    if pool is None and len(todo) >= PARALLEL_MIN_CHARTS and (multiprocessing.cpu_count() or 1) > 1:
+        from .processes import worker_init
 
-        pool = ProcessPoolExecutor(max_workers=min(multiprocessing.cpu_count(), 8),
-                                   mp_context=multiprocessing.get_context("spawn"), initializer=worker_init)
-        try:
-            for (rel, _job), svg in zip(todo, pool.map(_draw_args, [job for _rel, job in todo], chunksize=2),
-                                        strict=True):
-                done[rel] = svg
-        except BaseException:
-            stop_pool(pool)
-            raise
-        pool.shutdown()
-    else:
+        pool = own = ProcessPoolExecutor(max_workers=min(multiprocessing.cpu_count(), 8),
+                                         mp_context=multiprocessing.get_context("spawn"), initializer=worker_init)
+    if pool is None or not todo:
         for rel, job in todo:
             done[rel] = _draw(*job)
-    return done
+        return lambda: done
+    from .processes import stop_pool
+
+    try:
+        futures = [(rel, pool.submit(_draw_args, job)) for rel, job in todo]
+    except BaseException:
+        if own is not None:
+            stop_pool(own)
+        raise
+
+    def wait() -> dict[str, str]:
+        try:
+            for rel, future in futures:
+                done[rel] = future.result()
+        except BaseException:
+            if own is not None:
+                stop_pool(own)
+            raise
+        if own is not None:
+            own.shutdown()
+        return done
+    return wait

@@ -4,15 +4,24 @@ and the static HTML site (both from one read of the warehouse)."""
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
+import pickle
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import duckdb
 
+from . import charts
 from .schema import TABLES
-from .tree import TreeResult
+from .site import build_site, search_index
+from .site import session_pages as site_session_pages
+from .tree import TreeResult, write_files, write_tree
 from .warehouse import connect
-from .wiki import queries, write_wiki
+from .wiki import pages as wiki_pages
+from .wiki import queries
+from .wiki.pages import build_pages
 
 log = logging.getLogger(__name__)
 EXPORT_PREFIXES = ("dim_", "fct_", "report_")
@@ -107,25 +116,109 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
 def run_report(warehouse: str | Path, out: str | Path,
                progress: Callable[[str], None] | None = None) -> tuple[list[Path], TreeResult, TreeResult]:
     """``out/parquet/<table>.parquet``, the wiki under ``out/wiki/`` and the site under ``out/site/``;
-    ``progress`` is told each step as it starts."""
-    from .site import write_site
+    ``progress`` is told each step as it starts.
 
+    With many sessions the charts and the session pages (most of the wiki and the site) are drawn,
+    rendered and written by worker processes (``PageWorkers``) while this one writes the parquet
+    files and the other pages."""
     step = progress or (lambda _what: None)
     out = Path(out)
-    step("parquet")
-    parquet = export_parquet(warehouse, out / "parquet")
-    con = connect(warehouse, read_only=True)
+    wiki_dir, site_dir = out / "wiki", out / "site"
+    con = connect(warehouse, read_only=True)  # first: a report that cannot start leaves no empty folder
     try:
         step("reading pages")
         data = queries.load(con)
-        svgs: dict[str, str] = {}
-        step("wiki and charts")
-        wiki = write_wiki(warehouse, out / "wiki", data=data, charts_out=svgs)
-        step("site")
-        site = write_site(con, data, svgs, out / "site")
+        with PageWorkers(data) as workers:
+            pages, specs = build_pages(data, sessions={})  # the session pages: by the workers
+            charts_drawn = charts.start(specs, wiki_dir, workers.pool)
+            sessions_written = workers.sessions(wiki_dir, site_dir)
+            step("parquet")
+            parquet = export_parquet(warehouse, out / "parquet")
+            step("wiki and charts")
+            svgs = charts_drawn()
+            wiki_sessions, site_sessions = sessions_written()
+            wiki = write_tree({**pages, **svgs}, wiki_dir, "wiki", done=wiki_sessions)
+            step("site")
+            site = write_tree(build_site(data, svgs, search_index(con, data), sessions={}), site_dir, "site",
+                              done=site_sessions)
     finally:
         con.close()
     return parquet, wiki, site
+
+
+PARALLEL_MIN_SESSIONS = 200  # fewer are rendered here: starting a worker (~1 s) costs more than they take
+CHUNK_SESSIONS = 250  # sessions a worker renders at a time
+_DATA: queries.WikiData | None = None  # in a worker process: the page data, received once
+
+
+def _worker_start(blob: bytes) -> None:
+    global _DATA
+    from .processes import worker_init
+
+    worker_init()
+    _DATA = pickle.loads(blob)
+
+
+def write_sessions(data: queries.WikiData, lo: int, hi: int, wiki_dir: Path,
+                   site_dir: Path) -> tuple[TreeResult, TreeResult]:
+    """The wiki and site pages of sessions ``lo`` to ``hi`` (in ``data.sessions`` order), written where
+    they changed (``tree.write_files``; ``write_tree`` lists them in the manifests)."""
+    part = data.sessions[lo:hi]
+    wiki, site = TreeResult("wiki"), TreeResult("site")
+    write_files(wiki_pages.session_pages(data, part), wiki_dir, wiki)
+    write_files(site_session_pages(data, part), site_dir, site)
+    return wiki, site
+
+
+def _write_chunk(lo: int, hi: int, wiki_dir: Path, site_dir: Path) -> tuple[TreeResult, TreeResult]:
+    assert _DATA is not None, "a worker started by PageWorkers"
+    return write_sessions(_DATA, lo, hi, wiki_dir, site_dir)
+
+
+class PageWorkers:
+    """Worker processes for the report's pages, one per core (at most 4): the page data is sent once
+    to each (``spawn``, as the ingest's readers: never ``fork`` a process that holds DuckDB). ``pool``
+    is None with few sessions or one core: the pages are then rendered here."""
+
+    def __init__(self, data: queries.WikiData, workers: int | None = None):
+        self.data, self.pool = data, None
+        workers = workers or min(os.cpu_count() or 1, 4)
+        if workers < 2 or len(data.sessions) < PARALLEL_MIN_SESSIONS:
+            return
+        blob = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=_worker_start, initargs=(blob,))
+
+    def sessions(self, wiki_dir: Path, site_dir: Path) -> Callable[[], tuple[TreeResult, TreeResult]]:
+        """Begin writing every session's wiki and site page; returns the function that waits for them."""
+        n = len(self.data.sessions)
+        if self.pool is None:
+            return lambda: write_sessions(self.data, 0, n, wiki_dir, site_dir)
+        futures = [self.pool.submit(_write_chunk, lo, min(lo + CHUNK_SESSIONS, n), wiki_dir, site_dir)
+                   for lo in range(0, n, CHUNK_SESSIONS)]
+
+        def wait() -> tuple[TreeResult, TreeResult]:
+            wiki, site = TreeResult("wiki"), TreeResult("site")
+            for future in futures:  # in order: the same lists whatever finished first
+                w, s = future.result()
+                for whole, part in ((wiki, w), (site, s)):
+                    whole.written += part.written
+                    whole.unchanged += part.unchanged
+            return wiki, site
+        return wait
+
+    def __enter__(self) -> PageWorkers:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_exc: object) -> None:
+        if self.pool is None:
+            return
+        from .processes import stop_pool
+
+        if kind is None:
+            self.pool.shutdown()
+        else:  # an error, or Ctrl-C: the workers are stopped, not waited for
+            stop_pool(self.pool)
 
 
 def _q(p: Path) -> str:

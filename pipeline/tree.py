@@ -25,9 +25,10 @@ class TreeResult:
                 f"{len(self.removed)} removed in {out}")
 
 
-def write_tree(files: dict[str, str | bytes], out_dir: str | Path, what: str = "files") -> TreeResult:
+def write_files(files: dict[str, str | bytes], out_dir: str | Path, result: TreeResult) -> None:
+    """Write each of ``files`` that changed under ``out_dir`` (through a temporary file), noting it in
+    ``result`` as written or unchanged; the manifest is ``write_tree``'s."""
     out_dir = Path(out_dir)
-    result = TreeResult(what)
     root = out_dir.resolve()
     for rel, content in sorted(files.items()):
         path = out_dir / rel
@@ -42,17 +43,33 @@ def write_tree(files: dict[str, str | bytes], out_dir: str | Path, what: str = "
         tmp.write_bytes(data)
         tmp.replace(path)
         result.written.append(path)
+
+
+def write_tree(files: dict[str, str | bytes], out_dir: str | Path, what: str = "files",
+               done: TreeResult | None = None) -> TreeResult:
+    """Write what changed of ``files`` under ``out_dir``, remove what the previous run wrote and this one
+    did not, and list this run's files in the manifest. ``done``: files of this tree already written
+    (``write_files``, by worker processes), listed with the others."""
+    out_dir = Path(out_dir)
+    result = TreeResult(what)
+    root = out_dir.resolve()
+    write_files(files, out_dir, result)
+    names = set(files)
+    if done is not None:
+        result.written += done.written
+        result.unchanged += done.unchanged
+        names |= {p.relative_to(out_dir).as_posix() for p in (*done.written, *done.unchanged)}
     manifest = out_dir / MANIFEST
     try:
         previous = json.loads(manifest.read_text(encoding="utf-8")).get("files", []) if manifest.is_file() else []
     except (ValueError, OSError, AttributeError):
         previous = []
-    for rel in sorted(set(previous) - set(files)):
+    for rel in sorted(set(previous) - names):
         stale = out_dir / rel
         if isinstance(rel, str) and stale.resolve().is_relative_to(root) and stale.is_file():
             stale.unlink()
             result.removed.append(stale)
-    listing = (json.dumps({"files": sorted(files)}, indent=1) + "\n").encode("utf-8")
+    listing = (json.dumps({"files": sorted(names)}, indent=1) + "\n").encode("utf-8")
     out_dir.mkdir(parents=True, exist_ok=True)
     if not manifest.is_file() or manifest.read_bytes() != listing:  # unchanged: not rewritten either
         tmp = manifest.with_name(MANIFEST + ".tmp")

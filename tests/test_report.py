@@ -99,6 +99,44 @@ def test_wiki_is_deterministic_and_rewrites_nothing_unchanged(sample_home, tmp_p
     assert notes.read_text() == "mine" and (tmp_path / "outside.md").exists()
 
 
+def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_home, tmp_path, monkeypatch):
+    # report hands the charts and the session pages to worker processes when there are many sessions:
+    # the same files, byte for byte (manifests included), as when this process writes them all
+    from pipeline import report
+
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+
+    def tree(out):
+        return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    _parquet, wiki, site = report.run_report(wh, tmp_path / "here")
+    monkeypatch.setattr(report, "PARALLEL_MIN_SESSIONS", 0)
+    monkeypatch.setattr(report, "CHUNK_SESSIONS", 3)  # several chunks, finishing in any order
+    made: list = []
+    start = report.PageWorkers.__init__
+
+    def counted(self, data, workers=None):
+        start(self, data, workers=2)
+        made.append(self.pool)
+    monkeypatch.setattr(report.PageWorkers, "__init__", counted)
+    _parquet, wiki2, site2 = report.run_report(wh, tmp_path / "workers")
+    assert made and made[0] is not None  # the workers did write them
+    for part in ("wiki", "site"):
+        here, there = tree(tmp_path / "here" / part), tree(tmp_path / "workers" / part)
+        assert here == there and sum(1 for p in here if p.startswith("sessions/")) == len(rows(
+            wh, "select session_id from dim_sessions"))
+    assert (len(wiki2.written), len(site2.written)) == (len(wiki.written), len(site.written))
+    # again with workers: nothing rewritten; a stale session page of an earlier report is removed
+    stale = tmp_path / "workers" / "site" / "sessions" / "gone.html"
+    stale.write_text("old")
+    manifest = tmp_path / "workers" / "site" / ".manifest.json"
+    listed = json.loads(manifest.read_text())["files"]
+    manifest.write_text(json.dumps({"files": [*listed, "sessions/gone.html"]}))
+    _parquet, wiki3, site3 = report.run_report(wh, tmp_path / "workers")
+    assert (wiki3.written, site3.written, site3.removed) == ([], [], [stale])
+    assert len(site3.unchanged) == len(site.written) and json.loads(manifest.read_text())["files"] == listed
+
+
 def test_text_from_prompts_cannot_break_a_page(sample_home, tmp_path):
     assert fenced("a ``` b ```` c") == "`````text\na ``` b ```` c\n`````"
     assert cell("a | b <script>x</script> *y* [l](u)\nz") == \

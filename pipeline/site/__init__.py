@@ -10,7 +10,6 @@ and sanitized (``render``); everything else Jinja2 escapes.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -102,11 +101,9 @@ def search_index(con: duckdb.DuckDBPyConnection, data: WikiData) -> str:
     return "window.SEARCH_INDEX = " + payload.replace("</", "<\\/") + ";\n"
 
 
-def build_site(data: WikiData, svgs: dict[str, str], index_js: str, generated_at: datetime | None = None) -> dict:
-    """Every file of the site as {relative path: text}: a pure function of the page data."""
+def _renderer(data: WikiData, svgs: dict[str, str]):
+    """``render(template, path, **values) -> text``: a page with what every page shows (the nav)."""
     env = _env()
-    files: dict[str, str] = {}
-    top_topic = {pid: ts[0]["term"] for pid, ts in data.topics.items() if ts}
     months = wiki_pages.month_pages(data.sessions)
     nav_months = [(m, sum(len(p) for p in pages)) for m, pages in months.items()]
     common = {"data": data, "people": len(data.people) > 1, "months": nav_months, "svgs": svgs,
@@ -114,9 +111,35 @@ def build_site(data: WikiData, svgs: dict[str, str], index_js: str, generated_at
               "session_url": lambda sid, root: f"{root}sessions/{page_name(sid)}.html",
               "month_url": lambda m, page, root: f"{root}{wiki_pages.month_file(m, page, 'html')}"}
 
+    def render(name: str, rel: str, **kw: object) -> str:
+        return env.get_template(name).render(root="../" * rel.count("/"), **common, **kw)
+    return render
+
+
+def session_pages(data: WikiData, sessions: list[dict]) -> dict[str, str]:
+    """The page of each of ``sessions`` as {relative path: text} (no chart is drawn on one)."""
+    render = _renderer(data, {})
+    files = {}
+    for s in sessions:
+        sid = s["session_id"]
+        by_turn = data.calls_by_turn(sid)
+        prompts = [{"turn": t, "calls": timeline(t, by_turn.get(t["turn_index"], []))} for t in data.turns.get(sid, [])]
+        rel = f"sessions/{page_name(sid)}.html"
+        files[rel] = render("session.html", rel, s=s, prompts=prompts, before=timeline(None, by_turn.get(None, [])),
+                            answer_max=ANSWER_MAX)
+    return files
+
+
+def build_site(data: WikiData, svgs: dict[str, str], index_js: str, sessions: dict[str, str] | None = None) -> dict:
+    """Every file of the site as {relative path: text}: a pure function of the page data. ``sessions``:
+    the session pages already rendered (``session_pages``; by worker processes in ``report``)."""
+    files: dict[str, str] = {}
+    top_topic = {pid: ts[0]["term"] for pid, ts in data.topics.items() if ts}
+    months = wiki_pages.month_pages(data.sessions)
+    page = _renderer(data, svgs)
+
     def render(name: str, rel: str, **kw: object) -> None:
-        root = "../" * rel.count("/")
-        files[rel] = env.get_template(name).render(root=root, **common, **kw)
+        files[rel] = page(name, rel, **kw)
 
     render("index.html", "index.html", top_topic=top_topic, latest=data.sessions[:wiki_pages.LATEST_SESSIONS])
     charted = set()
@@ -128,13 +151,7 @@ def build_site(data: WikiData, svgs: dict[str, str], index_js: str, generated_at
         render("project.html", f"projects/{slug}.html", p=p, slug=slug, topic_chart=charted_here,
                sessions=[x for x in data.sessions if x["project_id"] == pid],
                usage=data.project_usage[pid])
-    turns_of = data.turns
-    for s in data.sessions:
-        sid = s["session_id"]
-        by_turn = data.calls_by_turn(sid)
-        prompts = [{"turn": t, "calls": timeline(t, by_turn.get(t["turn_index"], []))} for t in turns_of.get(sid, [])]
-        render("session.html", f"sessions/{page_name(sid)}.html", s=s, prompts=prompts,
-               before=timeline(None, by_turn.get(None, [])), answer_max=ANSWER_MAX)
+    files.update(session_pages(data, data.sessions) if sessions is None else sessions)
     for m, pages in months.items():
         for i in range(len(pages)):
             render("month.html", wiki_pages.month_file(m, i, "html"), month=m, page=i, pages=pages,

@@ -419,9 +419,15 @@ def runs_page(data: WikiData) -> str:
 
 
 # ------------------------------------------------------------------------------------ all of them
-def build_pages(data: WikiData) -> tuple[dict[str, str], dict[str, tuple]]:
+def session_pages(data: WikiData, sessions: list[dict]) -> dict[str, str]:
+    """The page of each of ``sessions`` as {relative path: content}."""
+    return {f"sessions/{page_name(sess['session_id'])}.md": session_page(data, sess) for sess in sessions}
+
+
+def build_pages(data: WikiData, sessions: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, tuple]]:
     """Every page as {relative path: content} and every chart as {relative path: (chart name, arguments)}:
-    a pure function of what ``queries.load`` read."""
+    a pure function of what ``queries.load`` read. ``sessions``: the session pages already built
+    (``session_pages``; by worker processes in ``report``)."""
     pages: dict[str, str] = {}
     specs: dict[str, tuple] = {}  # chart path -> (charts function, arguments); drawn by write_wiki
     files, topics, trends = data.files, data.topics, data.trends
@@ -443,8 +449,7 @@ def build_pages(data: WikiData) -> tuple[dict[str, str], dict[str, tuple]]:
                 f"Top topics by month: {p['name']}"))
             charted.add(pid)
         pages[f"projects/{s}.md"] = project_page(data, p, pid in charted)
-    for sess in data.sessions:
-        pages[f"sessions/{page_name(sess['session_id'])}.md"] = session_page(data, sess)
+    pages.update(session_pages(data, data.sessions) if sessions is None else sessions)
     for month, month_sessions in month_pages(data.sessions).items():
         for i in range(len(month_sessions)):
             pages[month_file(month, i)] = month_page(data, month, month_sessions, i)
