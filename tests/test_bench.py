@@ -22,3 +22,19 @@ def test_bench_generates_a_corpus_and_runs_every_step(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "full <= 2x floor" in out and "full/floor" in out
     assert "| events, " in bench.markdown({("events", 1): rows})
+
+
+def test_a_target_whose_step_failed_is_not_measured():
+    # a failed step took the seconds and memory of its failure: no target is read from it
+    names = ["(a) floor", "(b) naive", "(c) full ingest", "(d) no-op", "(e) grown", "(f) report"]
+    rows = [{"step": n, "ok": True, "seconds": s, "rss_mb": 100, "x_floor": s / 4, "x_naive": s / 5,
+             "logs_mb": 1, "mb_per_s": 1 / s}
+            for n, s in zip(names, [4, 5, 0.2, 0.2, 0.2, 30], strict=True)]
+    rows[2]["ok"] = False
+    v = bench.verdict(rows)
+    assert v["full/floor"].endswith("not measured: (c) failed") and "met" not in v["full/floor"]
+    assert all("not measured" in v[k] for k in ("peak RSS", "no-op/full", "grown/full", "report/full"))
+    assert "(c) full ingest (FAILED)" in bench.markdown({("events", 1): rows})
+    rows[2].update(ok=True, seconds=40, x_floor=10)
+    v = bench.verdict(rows)
+    assert v["full/floor"] == "10.00x MISSED" and v["report/full"] == "0.75x met" and v["peak RSS"] == "100 MB met"
