@@ -10,6 +10,7 @@ import pickle
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 
@@ -24,6 +25,7 @@ from .wiki import queries
 from .wiki.pages import build_pages
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 EXPORT_PREFIXES = ("dim_", "fct_", "report_")
 
 
@@ -118,9 +120,9 @@ def run_report(warehouse: str | Path, out: str | Path,
     """``out/parquet/<table>.parquet``, the wiki under ``out/wiki/`` and the site under ``out/site/``;
     ``progress`` is told each step as it starts.
 
-    With many sessions the charts and the session pages (most of the wiki and the site) are drawn,
-    rendered and written by worker processes (``PageWorkers``) while this one writes the parquet
-    files and the other pages."""
+    With many sessions the parquet files, the charts and the session pages (most of the wiki and the
+    site) are written, drawn and rendered by worker processes (``PageWorkers``) while this one builds
+    the other pages; the parquet export's DuckDB memory is then in a worker, not beside the page data."""
     step = progress or (lambda _what: None)
     out = Path(out)
     wiki_dir, site_dir = out / "wiki", out / "site"
@@ -129,11 +131,12 @@ def run_report(warehouse: str | Path, out: str | Path,
         step("reading pages")
         data = queries.load(con)
         with PageWorkers(data) as workers:
+            exported = workers.call(export_parquet, warehouse, out / "parquet")
             pages, specs = build_pages(data, sessions={})  # the session pages: by the workers
             charts_drawn = charts.start(specs, wiki_dir, workers.pool)
             sessions_written = workers.sessions(wiki_dir, site_dir)
             step("parquet")
-            parquet = export_parquet(warehouse, out / "parquet")
+            parquet = exported()
             step("wiki and charts")
             svgs = charts_drawn()
             wiki_sessions, site_sessions = sessions_written()
@@ -188,6 +191,13 @@ class PageWorkers:
         blob = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                         initializer=_worker_start, initargs=(blob,))
+
+    def call(self, fn: Callable[..., T], *args: object) -> Callable[[], T]:
+        """``fn(*args)`` on a worker (here, at once, without workers); returns what waits for its result."""
+        if self.pool is None:
+            result = fn(*args)
+            return lambda: result
+        return self.pool.submit(fn, *args).result
 
     def sessions(self, wiki_dir: Path, site_dir: Path) -> Callable[[], tuple[TreeResult, TreeResult]]:
         """Begin writing every session's wiki and site page; returns the function that waits for them."""

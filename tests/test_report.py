@@ -100,8 +100,8 @@ def test_wiki_is_deterministic_and_rewrites_nothing_unchanged(sample_home, tmp_p
 
 
 def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_home, tmp_path, monkeypatch):
-    # report hands the charts and the session pages to worker processes when there are many sessions:
-    # the same files, byte for byte (manifests included), as when this process writes them all
+    # report hands the parquet export, the charts and the session pages to worker processes when there
+    # are many sessions: the same files, byte for byte (manifests included), as when this process writes them all
     from pipeline import report
 
     wh = tmp_path / "w.duckdb"
@@ -121,6 +121,7 @@ def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_h
     monkeypatch.setattr(report.PageWorkers, "__init__", counted)
     _parquet, wiki2, site2 = report.run_report(wh, tmp_path / "workers")
     assert made and made[0] is not None  # the workers did write them
+    assert tree(tmp_path / "here" / "parquet") == tree(tmp_path / "workers" / "parquet")
     for part in ("wiki", "site"):
         here, there = tree(tmp_path / "here" / part), tree(tmp_path / "workers" / part)
         assert here == there and sum(1 for p in here if p.startswith("sessions/")) == len(rows(
