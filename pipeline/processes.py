@@ -33,6 +33,10 @@ def worker_init() -> None:
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and kill the workers, without waiting for what they are doing. The
+    workers are taken before ``shutdown``, which forgets them: terminated after it, none was, and the
+    interpreter's exit waited for their tasks to end."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    for process in processes:
         process.terminate()
