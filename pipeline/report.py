@@ -149,7 +149,10 @@ def run_report(warehouse: str | Path, out: str | Path,
     return parquet, wiki, site
 
 
-PARALLEL_MIN_SESSIONS = 200  # fewer are rendered here: starting a worker (~1 s) costs more than they take
+# fewer sessions are rendered here: starting the workers and sending them the page data costs about
+# what they save (report of 197 sessions: 4.9-5.1 s here against 5.3-5.7 s with workers; of 518:
+# 7.5-8.1 against 7.5-7.6 s; of 5,526: ~42 against ~24-34 s)
+PARALLEL_MIN_SESSIONS = 500
 CHUNK_SESSIONS = 250  # sessions a worker renders at a time
 _DATA: queries.WikiData | None = None  # in a worker process: the page data, received once
 
