@@ -15,7 +15,6 @@ from pathlib import Path
 import duckdb
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from ..tree import TreeResult, write_tree
 from ..wiki import pages as wiki_pages
 from ..wiki.markdown import fmt_credits, fmt_duration, fmt_ms, fmt_num, fmt_ts, fmt_usd, page_name, plural
 from ..wiki.queries import WikiData
@@ -169,6 +168,3 @@ def build_site(data: WikiData, svgs: dict[str, str], index_js: str, sessions: di
     files["search-index.js"] = index_js
     return files
 
-
-def write_site(con: duckdb.DuckDBPyConnection, data: WikiData, svgs: dict[str, str], out_dir: str | Path) -> TreeResult:
-    return write_tree(build_site(data, svgs, search_index(con, data)), out_dir, "site")
