@@ -409,3 +409,35 @@ def test_rows_spooled_through_parquet_parts_equal_rows_inserted_directly(sample_
     assert snapshot(direct, tables) == snapshot(parts, tables)
     bookkeeping = "select * exclude (last_run_id) from _source_files order by source_path"
     assert rows(direct, bookkeeping) == rows(parts, bookkeeping)
+
+
+def test_release_cache_gives_back_duckdbs_memory_and_keeps_the_limit(tmp_path, monkeypatch):
+    """The star rebuild gives back the memory DuckDB keeps after reading (warehouse.release_cache)."""
+    from pipeline import warehouse
+
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("reads the resident set size from /proc")
+
+    def rss_mb():
+        with open("/proc/self/status") as fh:
+            return int(fh.read().split("VmRSS:")[1].split()[0]) // 1024
+    db = tmp_path / "w.duckdb"
+    con = warehouse.connect(db)
+    con.execute("create table t as select i, repeat('x', 200) || i as s from range(2000000) r(i)")
+    con.close()
+    con = warehouse.connect(db)
+    start = rss_mb()
+    con.execute("select count(distinct s) from t").fetchall()  # ~400 MB of text read, hashed, freed
+    limit = con.execute("select current_setting('memory_limit')").fetchone()[0]
+    held = rss_mb() - start
+    assert held > 150
+    warehouse.release_cache(con)
+    assert rss_mb() - start < held / 2
+    assert con.execute("select current_setting('memory_limit')").fetchone()[0] == limit
+    # asked for less than what is in use: nothing changes, nothing fails
+    con.execute("create temp table keep as select * from t")
+    monkeypatch.setattr(warehouse, "CACHE_FLOOR", "1KB")
+    warehouse.release_cache(con)
+    assert con.execute("select current_setting('memory_limit')").fetchone()[0] == limit
+    assert con.execute("select count(*) from keep").fetchone()[0] == 2_000_000
+    con.close()

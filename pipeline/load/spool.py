@@ -163,7 +163,7 @@ class Spool:
             self.parts[table] = n + 1
 
     def load(self) -> None:
-        from ..warehouse import key_table
+        from ..warehouse import key_table, release_cache
 
         for (table, column), keys in self.replaced.items():  # one DELETE per table, not one per row
             self.con.execute(f'delete from "{table}" where "{column}" in {key_table(self.con, "_replaced", keys)}')
@@ -180,4 +180,5 @@ class Spool:
             relation = f"read_parquet('{glob}')"
             self.con.execute(f'insert into "{table}" by name {select_all(table, relation)}')
             shutil.rmtree(self.folder / table)
+            release_cache(self.con)  # what this INSERT read and wrote is not read again here
         self.parts = {}

@@ -19,13 +19,13 @@ import duckdb
 
 from ..schema import STAGING, STAR
 from ..vocabulary import SESSION_START, SYSTEM_MESSAGE
-from ..warehouse import RESULT_CHARS, key_table
+from ..warehouse import RESULT_CHARS, key_table, release_cache
 from .spool import Spool, insert
 
 if TYPE_CHECKING:
     import polars as pl
 
-SESSION_BATCH = 1000
+SESSION_BATCH = 500
 SESSION_TABLES = [t.name for t in STAR]
 # the large staging tables need no order (the star sorts events by position); the small ones are
 # pulled sorted (`order by all`), so which of two rows of one kind wins does not depend on load order
@@ -127,6 +127,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="star") as builder:
         building = None
         for batch in batches:
+            release_cache(con)  # what stage and the last batch read: this batch reads other blocks
             in_batch = key_table(con, "_star_batch", batch)
             stg = {t.name: con.sql(f'select {projection.get(t.name, "*")} from "{t.name}" '
                                    f"where session_id in {in_batch}{_ORDER.get(t.name, ' order by all')}").pl()
