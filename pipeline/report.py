@@ -187,20 +187,26 @@ class PageWorkers:
     is None with few sessions or one core: the pages are then rendered here."""
 
     def __init__(self, data: queries.WikiData, workers: int | None = None):
-        self.data, self.pool = data, None
+        self.data, self.pool, self.other = data, None, None
         workers = workers or min(os.cpu_count() or 1, 4)
         if workers < 2 or len(data.sessions) < PARALLEL_MIN_SESSIONS:
             return
+        from .processes import worker_init
+
         blob = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
-        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_worker_start, initargs=(blob,))
+        spawn = multiprocessing.get_context("spawn")
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=spawn, initializer=_worker_start,
+                                        initargs=(blob,))
+        # one more worker, without the page data, for work that needs DuckDB's memory beside it
+        self.other = ProcessPoolExecutor(max_workers=1, mp_context=spawn, initializer=worker_init)
 
     def call(self, fn: Callable[..., T], *args: object) -> Callable[[], T]:
-        """``fn(*args)`` on a worker (here, at once, without workers); returns what waits for its result."""
+        """``fn(*args)`` on the worker without the page data (here, at once, without workers); returns
+        what waits for its result."""
         if self.pool is None:
             result = fn(*args)
             return lambda: result
-        return self.pool.submit(fn, *args).result
+        return self.other.submit(fn, *args).result
 
     def sessions(self, wiki_dir: Path, site_dir: Path) -> Callable[[], tuple[TreeResult, TreeResult]]:
         """Begin writing every session's wiki and site page; returns the function that waits for them."""
@@ -228,10 +234,11 @@ class PageWorkers:
             return
         from .processes import stop_pool
 
-        if kind is None:
-            self.pool.shutdown()
-        else:  # an error, or Ctrl-C: the workers are stopped, not waited for
-            stop_pool(self.pool)
+        for pool in (self.pool, self.other):
+            if kind is None:
+                pool.shutdown()
+            else:  # an error, or Ctrl-C: the workers are stopped, not waited for
+                stop_pool(pool)
 
 
 def _q(p: Path) -> str:
