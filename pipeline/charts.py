@@ -110,7 +110,8 @@ def term_trends(months: list[date], series: dict[str, list[float]], title: str) 
         ax.set_yticks([])
         ax.spines["left"].set_visible(False)
         ax.set_ylabel(_short(term, 24), rotation=0, ha="right", va="center")
-    axes[-1, 0].set_xticks(x, [m.strftime("%Y-%m") for m in months])
+    step = max(1, -(-len(months) // 8))  # at most 8 labels: 100 months of labels ran into each other
+    axes[-1, 0].set_xticks(x[::step], [m.strftime("%Y-%m") for m in months][::step])
     axes[0, 0].set_title(title + " (tf-idf weight)")
     height = fig.get_size_inches()[1]
     widest = max((len(_short(t, 24)) for t in series), default=4)

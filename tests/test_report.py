@@ -203,3 +203,16 @@ def test_large_tables_written_in_key_ranges_equal_one_copy(sample_home, tmp_path
         if a.name in {"fct_tool_calls.parquet", "fct_turns.parquet", "stg_events.parquet"}:
             multi += len(report._ranges(duckdb.connect(str(wh), read_only=True), a.name[:-8], "session_id") or []) > 1
     assert multi >= 2  # the tables with most text really were written in several ranges
+
+
+def test_a_topic_trend_over_years_labels_at_most_eight_months():
+    # one label per month ran into each other past a year or so (100 months: unreadable)
+    import re
+    from datetime import date
+
+    from pipeline import charts
+    months = [date(2026 + i // 12, i % 12 + 1, 1) for i in range(100)]
+    svg = charts.term_trends(months, {"session": [i % 7 for i in range(100)]}, "Top topics by month: p")
+    few = charts.term_trends(months[:6], {"session": [1, 2, 3, 2, 1, 0]}, "few")
+    assert len(set(re.findall(r"20\d\d-\d\d", few))) == 6  # each month labelled while they fit
+    assert len(set(re.findall(r"20\d\d-\d\d", svg))) <= 8
