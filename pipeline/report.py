@@ -132,7 +132,7 @@ def run_report(warehouse: str | Path, out: str | Path,
         data = queries.load(con)
         with PageWorkers(data) as workers:
             exported = workers.call(export_parquet, warehouse, out / "parquet")
-            pages, specs = build_pages(data, sessions={})  # the session pages: by the workers
+            pages, specs = build_pages(data, with_sessions=False)  # the session pages: by the workers
             charts_drawn = charts.start(specs, wiki_dir, workers.pool)
             sessions_written = workers.sessions(wiki_dir, site_dir)
             step("parquet")
@@ -142,7 +142,7 @@ def run_report(warehouse: str | Path, out: str | Path,
             wiki_sessions, site_sessions = sessions_written()
             wiki = write_tree({**pages, **svgs}, wiki_dir, "wiki", done=wiki_sessions)
             step("site")
-            site = write_tree(build_site(data, svgs, search_index(con, data), sessions={}), site_dir, "site",
+            site = write_tree(build_site(data, svgs, search_index(con, data), with_sessions=False), site_dir, "site",
                               done=site_sessions)
     finally:
         con.close()
@@ -220,9 +220,8 @@ class PageWorkers:
             wiki, site = TreeResult("wiki"), TreeResult("site")
             for future in futures:  # in order: the same lists whatever finished first
                 w, s = future.result()
-                for whole, part in ((wiki, w), (site, s)):
-                    whole.written += part.written
-                    whole.unchanged += part.unchanged
+                wiki.add(w)
+                site.add(s)
             return wiki, site
         return wait
 

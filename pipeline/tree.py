@@ -20,6 +20,11 @@ class TreeResult:
     unchanged: list[Path] = field(default_factory=list)
     removed: list[Path] = field(default_factory=list)
 
+    def add(self, other: TreeResult) -> None:
+        """Count the files ``other`` wrote and found unchanged (part of the same tree) as this one's."""
+        self.written += other.written
+        self.unchanged += other.unchanged
+
     def line(self, out: Path) -> str:
         return (f"{self.what}: {len(self.written)} pages written, {len(self.unchanged)} unchanged, "
                 f"{len(self.removed)} removed in {out}")
@@ -56,8 +61,7 @@ def write_tree(files: dict[str, str | bytes], out_dir: str | Path, what: str = "
     write_files(files, out_dir, result)
     names = set(files)
     if done is not None:
-        result.written += done.written
-        result.unchanged += done.unchanged
+        result.add(done)
         names |= {p.relative_to(out_dir).as_posix() for p in (*done.written, *done.unchanged)}
     manifest = out_dir / MANIFEST
     try:

@@ -129,9 +129,9 @@ def session_pages(data: WikiData, sessions: list[dict]) -> dict[str, str]:
     return files
 
 
-def build_site(data: WikiData, svgs: dict[str, str], index_js: str, sessions: dict[str, str] | None = None) -> dict:
-    """Every file of the site as {relative path: text}: a pure function of the page data. ``sessions``:
-    the session pages already rendered (``session_pages``; by worker processes in ``report``)."""
+def build_site(data: WikiData, svgs: dict[str, str], index_js: str, with_sessions: bool = True) -> dict:
+    """Every file of the site as {relative path: text}: a pure function of the page data. Without the
+    session pages when ``with_sessions`` is False (``report``'s workers write them: ``session_pages``)."""
     files: dict[str, str] = {}
     top_topic = {pid: ts[0]["term"] for pid, ts in data.topics.items() if ts}
     months = wiki_pages.month_pages(data.sessions)
@@ -150,7 +150,8 @@ def build_site(data: WikiData, svgs: dict[str, str], index_js: str, sessions: di
         render("project.html", f"projects/{slug}.html", p=p, slug=slug, topic_chart=charted_here,
                sessions=[x for x in data.sessions if x["project_id"] == pid],
                usage=data.project_usage[pid])
-    files.update(session_pages(data, data.sessions) if sessions is None else sessions)
+    if with_sessions:
+        files.update(session_pages(data, data.sessions))
     for m, pages in months.items():
         for i in range(len(pages)):
             render("month.html", wiki_pages.month_file(m, i, "html"), month=m, page=i, pages=pages,

@@ -424,10 +424,10 @@ def session_pages(data: WikiData, sessions: list[dict]) -> dict[str, str]:
     return {f"sessions/{page_name(sess['session_id'])}.md": session_page(data, sess) for sess in sessions}
 
 
-def build_pages(data: WikiData, sessions: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, tuple]]:
+def build_pages(data: WikiData, with_sessions: bool = True) -> tuple[dict[str, str], dict[str, tuple]]:
     """Every page as {relative path: content} and every chart as {relative path: (chart name, arguments)}:
-    a pure function of what ``queries.load`` read. ``sessions``: the session pages already built
-    (``session_pages``; by worker processes in ``report``)."""
+    a pure function of what ``queries.load`` read. Without the session pages when ``with_sessions`` is
+    False (``report``'s workers write them: ``session_pages``)."""
     pages: dict[str, str] = {}
     specs: dict[str, tuple] = {}  # chart path -> (charts function, arguments); drawn by write_wiki
     files, topics, trends = data.files, data.topics, data.trends
@@ -449,7 +449,8 @@ def build_pages(data: WikiData, sessions: dict[str, str] | None = None) -> tuple
                 f"Top topics by month: {p['name']}"))
             charted.add(pid)
         pages[f"projects/{s}.md"] = project_page(data, p, pid in charted)
-    pages.update(session_pages(data, data.sessions) if sessions is None else sessions)
+    if with_sessions:
+        pages.update(session_pages(data, data.sessions))
     for month, month_sessions in month_pages(data.sessions).items():
         for i in range(len(month_sessions)):
             pages[month_file(month, i)] = month_page(data, month, month_sessions, i)
