@@ -129,8 +129,8 @@ def run_report(warehouse: str | Path, out: str | Path,
     con = connect(warehouse, read_only=True)  # first: a report that cannot start leaves no empty folder
     try:
         step("reading pages")
-        data = queries.load(con)
-        with PageWorkers(data) as workers:
+        data = queries.load(con, sessions=False)  # the sessions' parts: a chunk at a time (write_sessions)
+        with PageWorkers(con, warehouse, data) as workers:
             exported = workers.call(export_parquet, warehouse, out / "parquet")
             pages, specs = build_pages(data, with_sessions=False)  # the session pages: by the workers
             charts_drawn = charts.start(specs, wiki_dir, workers.pool)
@@ -149,45 +149,58 @@ def run_report(warehouse: str | Path, out: str | Path,
     return parquet, wiki, site
 
 
-# fewer sessions are rendered here: starting the workers and sending them the page data costs about
-# what they save (report of 197 sessions: 4.9-5.1 s here against 5.3-5.7 s with workers; of 518:
-# 7.5-8.1 against 7.5-7.6 s; of 5,526: ~42 against ~24-34 s)
+# fewer sessions are rendered here: starting the workers costs about what they save (report of 197
+# sessions: 4.9-5.1 s here against 5.3-5.7 s with workers; of 518: 7.5-8.1 against 7.5-7.6 s; of
+# 5,526: ~42 against ~24-34 s)
 PARALLEL_MIN_SESSIONS = 500
-CHUNK_SESSIONS = 250  # sessions a worker renders at a time
-_DATA: queries.WikiData | None = None  # in a worker process: the page data, received once
+CHUNK_SESSIONS = 250  # sessions whose page data is read and rendered at a time
+_WORKER: tuple[queries.WikiData, duckdb.DuckDBPyConnection] | None = None  # a worker's page data and warehouse
 
 
-def _worker_start(blob: bytes) -> None:
-    global _DATA
+def _worker_start(blob: bytes, warehouse: str) -> None:
+    global _WORKER
     from .processes import worker_init
 
     worker_init()
-    _DATA = pickle.loads(blob)
+    _WORKER = pickle.loads(blob), connect(warehouse, read_only=True)
 
 
-def write_sessions(data: queries.WikiData, lo: int, hi: int, wiki_dir: Path,
+def chunks(data: queries.WikiData) -> list[list[dict]]:
+    """The sessions in groups of CHUNK_SESSIONS by session id: each group's page data is one id range,
+    which the star tables (written in id order) hold in few row groups."""
+    by_id = sorted(data.sessions, key=lambda s: s["session_id"])
+    return [by_id[i:i + CHUNK_SESSIONS] for i in range(0, len(by_id), CHUNK_SESSIONS)]
+
+
+def write_sessions(con: duckdb.DuckDBPyConnection, data: queries.WikiData, part: list[dict], wiki_dir: Path,
                    site_dir: Path) -> tuple[TreeResult, TreeResult]:
-    """The wiki and site pages of sessions ``lo`` to ``hi`` (in ``data.sessions`` order), written where
-    they changed (``tree.write_files``; ``write_tree`` lists them in the manifests)."""
-    part = data.sessions[lo:hi]
+    """The wiki and site pages of the sessions ``part`` (a group of ``chunks``), their page data read
+    from the warehouse, written where they changed (``tree.write_files``; ``write_tree`` lists them in
+    the manifests). The page data of only these sessions is in memory at once."""
     wiki, site = TreeResult("wiki"), TreeResult("site")
+    if not part:
+        return wiki, site
+    data = queries.with_sessions(con, data, part[0]["session_id"], part[-1]["session_id"])
     write_files(wiki_pages.session_pages(data, part), wiki_dir, wiki)
     write_files(site_session_pages(data, part), site_dir, site)
     return wiki, site
 
 
-def _write_chunk(lo: int, hi: int, wiki_dir: Path, site_dir: Path) -> tuple[TreeResult, TreeResult]:
-    assert _DATA is not None, "a worker started by PageWorkers"
-    return write_sessions(_DATA, lo, hi, wiki_dir, site_dir)
+def _write_chunk(part: list[dict], wiki_dir: Path, site_dir: Path) -> tuple[TreeResult, TreeResult]:
+    assert _WORKER is not None, "a worker started by PageWorkers"
+    data, con = _WORKER
+    return write_sessions(con, data, part, wiki_dir, site_dir)
 
 
 class PageWorkers:
-    """Worker processes for the report's pages, one per core (at most 4): the page data is sent once
-    to each (``spawn``, as the ingest's readers: never ``fork`` a process that holds DuckDB). ``pool``
-    is None with few sessions or one core: the pages are then rendered here."""
+    """Worker processes for the report's pages, one per core (at most 4): the page data without the
+    sessions' parts is sent once to each, and each reads the parts of the sessions it renders from the
+    warehouse (``spawn``, as the ingest's readers: never ``fork`` a process that holds DuckDB). ``pool``
+    is None with few sessions or one core: the pages are then rendered here, with ``con``."""
 
-    def __init__(self, data: queries.WikiData, workers: int | None = None):
-        self.data, self.pool, self.other = data, None, None
+    def __init__(self, con: duckdb.DuckDBPyConnection, warehouse: str | Path, data: queries.WikiData,
+                 workers: int | None = None):
+        self.con, self.data, self.pool, self.other = con, data, None, None
         workers = workers or min(os.cpu_count() or 1, 4)
         if workers < 2 or len(data.sessions) < PARALLEL_MIN_SESSIONS:
             return
@@ -196,7 +209,7 @@ class PageWorkers:
         blob = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
         spawn = multiprocessing.get_context("spawn")
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=spawn, initializer=_worker_start,
-                                        initargs=(blob,))
+                                        initargs=(blob, str(warehouse)))
         # one more worker, without the page data, for work that needs DuckDB's memory beside it
         self.other = ProcessPoolExecutor(max_workers=1, mp_context=spawn, initializer=worker_init)
 
@@ -210,11 +223,16 @@ class PageWorkers:
 
     def sessions(self, wiki_dir: Path, site_dir: Path) -> Callable[[], tuple[TreeResult, TreeResult]]:
         """Begin writing every session's wiki and site page; returns the function that waits for them."""
-        n = len(self.data.sessions)
         if self.pool is None:
-            return lambda: write_sessions(self.data, 0, n, wiki_dir, site_dir)
-        futures = [self.pool.submit(_write_chunk, lo, min(lo + CHUNK_SESSIONS, n), wiki_dir, site_dir)
-                   for lo in range(0, n, CHUNK_SESSIONS)]
+            def here() -> tuple[TreeResult, TreeResult]:
+                wiki, site = TreeResult("wiki"), TreeResult("site")
+                for part in chunks(self.data):
+                    w, s = write_sessions(self.con, self.data, part, wiki_dir, site_dir)
+                    wiki.add(w)
+                    site.add(s)
+                return wiki, site
+            return here
+        futures = [self.pool.submit(_write_chunk, part, wiki_dir, site_dir) for part in chunks(self.data)]
 
         def wait() -> tuple[TreeResult, TreeResult]:
             wiki, site = TreeResult("wiki"), TreeResult("site")

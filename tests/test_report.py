@@ -101,7 +101,8 @@ def test_wiki_is_deterministic_and_rewrites_nothing_unchanged(sample_home, tmp_p
 
 def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_home, tmp_path, monkeypatch):
     # report hands the parquet export, the charts and the session pages to worker processes when there
-    # are many sessions: the same files, byte for byte (manifests included), as when this process writes them all
+    # are many sessions: the same files, byte for byte (manifests included), as when this process writes
+    # them all; and the session pages, read a few sessions at a time, as write_wiki's from one whole read
     from pipeline import report
 
     wh = tmp_path / "w.duckdb"
@@ -110,13 +111,17 @@ def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_h
     def tree(out):
         return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     _parquet, wiki, site = report.run_report(wh, tmp_path / "here")
+    write_wiki(wh, tmp_path / "whole")
+    assert tree(tmp_path / "here" / "wiki") == tree(tmp_path / "whole")
     monkeypatch.setattr(report, "PARALLEL_MIN_SESSIONS", 0)
     monkeypatch.setattr(report, "CHUNK_SESSIONS", 3)  # several chunks, finishing in any order
+    with report.connect(wh, read_only=True) as con:
+        assert len(report.chunks(report.queries.load(con, sessions=False))) > 2
     made: list = []
     start = report.PageWorkers.__init__
 
-    def counted(self, data, workers=None):
-        start(self, data, workers=2)
+    def counted(self, con, warehouse, data, workers=None):
+        start(self, con, warehouse, data, workers=2)
         made.append(self.pool)
     monkeypatch.setattr(report.PageWorkers, "__init__", counted)
     _parquet, wiki2, site2 = report.run_report(wh, tmp_path / "workers")

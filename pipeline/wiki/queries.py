@@ -4,6 +4,7 @@ gives the same pages). What a BI user would want too lives in a model (``report_
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -37,7 +38,18 @@ _TOOL_CALLS = f"""
            case when json_valid(arguments) then left(coalesce({", ".join(f"arguments->>'{k}'" for k in TARGET_KEYS)}),
                                                      400) end as target
     from fct_tool_calls
+    where {{where}}
     order by session_id, turn_index nulls first, called_at nulls last, tool_call_id"""
+# what a session's page shows, by session ({where}: which sessions; WikiData's fields of the same names)
+SESSION_PARTS = {
+    "turns": "select * from fct_turns where {where} order by session_id, turn_index",
+    "checkpoints": "select * from fct_checkpoints where {where} order by session_id, checkpoint_number",
+    "session_files": "select * from report_session_files where {where} order by session_id, first_seen_at, path",
+    "refs": "select * from fct_refs where {where} order by session_id, ref_type, ref_value",
+    "tool_calls": _TOOL_CALLS,
+    "session_usage": "select * from fct_usage where {where} order by session_id, model",
+    "memories": "select * from fct_memories where session_id is not null and {where} order by session_id, kind, path",
+}
 
 
 @dataclass
@@ -92,9 +104,9 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) 
     return [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
 
 
-def _by(con: duckdb.DuckDBPyConnection, key: str, sql: str) -> dict[str, list[dict]]:
+def _by(con: duckdb.DuckDBPyConnection, key: str, sql: str, params: list | None = None) -> dict[str, list[dict]]:
     out = defaultdict(list)
-    for r in _rows(con, sql):
+    for r in _rows(con, sql, params):
         out[r[key]].append(r)
     return out
 
@@ -106,7 +118,22 @@ def _usage(con: duckdb.DuckDBPyConnection, project_id: str | None = None) -> Usa
                  _rows(con, _USAGE_MODELS.format(where=where), params))
 
 
-def load(con: duckdb.DuckDBPyConnection) -> WikiData:
+def session_parts(con: duckdb.DuckDBPyConnection, first: str | None = None,
+                  last: str | None = None) -> dict[str, dict[str, list[dict]]]:
+    """What the session pages show (``SESSION_PARTS``), of every session or of the session ids from
+    ``first`` to ``last``."""
+    where, params = ("session_id between ? and ?", [first, last]) if first is not None else ("true", None)
+    return {part: _by(con, "session_id", sql.format(where=where), params) for part, sql in SESSION_PARTS.items()}
+
+
+def with_sessions(con: duckdb.DuckDBPyConnection, data: WikiData, first: str, last: str) -> WikiData:
+    """``data`` (read without the session parts) with those of the session ids ``first`` to ``last``."""
+    return dataclasses.replace(data, **session_parts(con, first, last))
+
+
+def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
+    """Everything the pages show; without what only the session pages show when ``sessions`` is False
+    (``report`` reads that a few hundred sessions at a time: ``with_sessions``)."""
     projects = _rows(con, """
         select project_id, name, repository, root_path, n_sessions, first_seen_at, last_seen_at
         from dim_projects order by last_seen_at desc nulls last, name, project_id""")
@@ -129,15 +156,7 @@ def load(con: duckdb.DuckDBPyConnection) -> WikiData:
         trends=_by(con, "project_id", "select * from report_topic_trends order by project_id, month, term"),
         threads=_by(con, "project_id", "select * from report_open_threads "
                                        "order by started_at desc nulls last, session_id"),
-        turns=_by(con, "session_id", "select * from fct_turns order by session_id, turn_index"),
-        checkpoints=_by(con, "session_id", "select * from fct_checkpoints order by session_id, checkpoint_number"),
-        session_files=_by(con, "session_id", "select * from report_session_files "
-                                             "order by session_id, first_seen_at, path"),
-        refs=_by(con, "session_id", "select * from fct_refs order by session_id, ref_type, ref_value"),
-        tool_calls=_by(con, "session_id", _TOOL_CALLS),
-        session_usage=_by(con, "session_id", "select * from fct_usage order by session_id, model"),
-        memories=_by(con, "session_id", "select * from fct_memories where session_id is not null "
-                                        "order by session_id, kind, path"),
+        **(session_parts(con) if sessions else {part: {} for part in SESSION_PARTS}),
         runs=_rows(con, """select run_id, started_at, mode, n_files_read, n_files_unchanged, n_records, n_rejects,
                                   n_redactions, n_sessions_changed from _runs order by started_at desc, run_id desc"""),
         rejects=_rows(con, """select regexp_replace(reason, ' \\(.*$', '') as reason, count(*) as n
