@@ -28,19 +28,29 @@ def memory_limit() -> str:
 CACHE_FLOOR = "64MB"
 
 
-def release_cache(con: duckdb.DuckDBPyConnection) -> None:
+def memory_limit_at_most(cap: str) -> str:
+    """DuckDB's memory limit for a step that needs little of it: ``cap``, unless
+    ``$COPILOT_WAREHOUSE_MEMORY`` is set (then that)."""
+    return os.environ.get("COPILOT_WAREHOUSE_MEMORY", cap)
+
+
+def release_cache(con: duckdb.DuckDBPyConnection, limit: str | None = None) -> None:
     """Give back the memory DuckDB keeps after its queries: lowering its memory limit for a moment makes
     it evict the cached blocks nothing holds (they are in the database file or its temp folder) and
     return the memory its allocator kept to the system; the limit is then as it was. The star rebuild
     calls it before each batch: what the stage and the batch before read is not read again, and
     keeping it held ~0.45 GB of peak RSS (1 GB `events` corpus: 1.54 -> 1.10 GB). When more than
-    ``CACHE_FLOOR`` is in use, DuckDB refuses the lower limit and nothing changes."""
+    ``CACHE_FLOOR`` is in use, DuckDB refuses the lower limit and nothing changes. The limit is then
+    ``limit`` (None, or when DuckDB holds more than that: ``memory_limit()``)."""
     try:
         con.execute(f"set memory_limit = '{CACHE_FLOOR}'")
     except duckdb.Error:
         log.debug("DuckDB holds more than %s: its cache is left as it is", CACHE_FLOOR)
     finally:
-        con.execute(f"set memory_limit = '{memory_limit()}'")
+        try:
+            con.execute(f"set memory_limit = '{limit or memory_limit()}'")
+        except duckdb.Error:  # it holds more than ``limit``
+            con.execute(f"set memory_limit = '{memory_limit()}'")
 
 
 ROW_GROUP_SIZE = 16_384

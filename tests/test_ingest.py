@@ -440,4 +440,15 @@ def test_release_cache_gives_back_duckdbs_memory_and_keeps_the_limit(tmp_path, m
     warehouse.release_cache(con)
     assert con.execute("select current_setting('memory_limit')").fetchone()[0] == limit
     assert con.execute("select count(*) from keep").fetchone()[0] == 2_000_000
+    # set back to a lower limit than usual (the star's load, Spool.load_memory): when DuckDB holds more
+    # than that, the usual limit; else that one
+    warehouse.release_cache(con, "1KB")
+    assert con.execute("select current_setting('memory_limit')").fetchone()[0] == limit
+    con.execute("drop table keep")
+    monkeypatch.setattr(warehouse, "CACHE_FLOOR", "64MB")
+    warehouse.release_cache(con, "256MB")
+    other = duckdb.connect()
+    other.execute("set memory_limit = '256MB'")
+    lowered = other.execute("select current_setting('memory_limit')").fetchone()[0]
+    assert con.execute("select current_setting('memory_limit')").fetchone()[0] == lowered != limit
     con.close()

@@ -105,8 +105,10 @@ class Spool:
     PART_BYTES = 64 * 1024 * 1024
     ROW_GROUP_BYTES = 4 * 1024 * 1024
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, folder: Path, limit_bytes: int | None = None):
+    def __init__(self, con: duckdb.DuckDBPyConnection, folder: Path, limit_bytes: int | None = None,
+                 load_memory: str | None = None):
         self.con, self.folder, self.limit = con, folder, limit_bytes or self.PART_BYTES
+        self.load_memory = load_memory  # DuckDB's memory limit while the parts are loaded (None: as it is)
         self.pending: dict[str, list[pa.Table]] = {}
         self.pending_rows: dict[str, list[dict]] = {}  # converted to Arrow once per part, not per call
         self.parts: dict[str, int] = {}
@@ -163,7 +165,7 @@ class Spool:
             self.parts[table] = n + 1
 
     def load(self) -> None:
-        from ..warehouse import key_table, release_cache
+        from ..warehouse import key_table, memory_limit, release_cache
 
         for (table, column), keys in self.replaced.items():  # one DELETE per table, not one per row
             self.con.execute(f'delete from "{table}" where "{column}" in {key_table(self.con, "_replaced", keys)}')
@@ -175,10 +177,16 @@ class Spool:
                 insert(self.con, table, taken[table])
             return
         self._write()
-        for table in sorted(self.parts):
-            glob = str(self.folder / table / "*.parquet").replace("'", "''")
-            relation = f"read_parquet('{glob}')"
-            self.con.execute(f'insert into "{table}" by name {select_all(table, relation)}')
-            shutil.rmtree(self.folder / table)
-            release_cache(self.con)  # what this INSERT read and wrote is not read again here
+        if self.load_memory:
+            release_cache(self.con, self.load_memory)
+        try:
+            for table in sorted(self.parts):
+                glob = str(self.folder / table / "*.parquet").replace("'", "''")
+                relation = f"read_parquet('{glob}')"
+                self.con.execute(f'insert into "{table}" by name {select_all(table, relation)}')
+                shutil.rmtree(self.folder / table)
+                release_cache(self.con, self.load_memory)  # what this INSERT read and wrote is not read again here
+        finally:
+            if self.load_memory:
+                self.con.execute(f"set memory_limit = '{memory_limit()}'")
         self.parts = {}

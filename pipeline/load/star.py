@@ -19,7 +19,7 @@ import duckdb
 
 from ..schema import STAGING, STAR
 from ..vocabulary import SESSION_START, SYSTEM_MESSAGE
-from ..warehouse import RESULT_CHARS, key_table, release_cache
+from ..warehouse import RESULT_CHARS, key_table, memory_limit_at_most, release_cache
 from .spool import Spool, insert
 
 if TYPE_CHECKING:
@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 
 SESSION_BATCH = 250  # sessions whose staging rows are pulled and built at a time (README: Robustness and privacy)
 SESSION_TABLES = [t.name for t in STAR]
+# DuckDB's memory limit while the star rows are loaded from the spool's Parquet parts (unless
+# $COPILOT_WAREHOUSE_MEMORY is set): the INSERTs stream and the rows are small (a tool output's
+# start), but under the usual 512 MB the load was the full ingest's peak. 1 GB `events`, alternating
+# runs: peak RSS 843-879 -> 772-780 MB, the load 1.74-1.95 -> 2.04-2.23 s; 2 GB: 0.97-0.99 -> 0.84 GB
+STAR_LOAD_MEMORY = "256MB"
 # the large staging tables need no order (the star sorts events by position); the small ones are
 # pulled sorted (`order by all`), so which of two rows of one kind wins does not depend on load order
 _ORDER = {"stg_events": "", "stg_tool_requests": ""}
@@ -120,7 +125,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     # wait in a temp table and get the whole output from its event below, in SQL
     if chars == 0:
         con.execute(f"create or replace temp table {_CALLS} as select * from fct_tool_calls limit 0")
-    spool = Spool(con, spool_dir)
+    spool = Spool(con, spool_dir, load_memory=memory_limit_at_most(STAR_LOAD_MEMORY))
     projection = _staging_projection(chars)
     present = con.sql("select source_path, session_id from _source_files where is_present").pl()
     in_affected = key_table(con, "_star_affected", affected)
