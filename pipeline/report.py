@@ -7,7 +7,7 @@ import logging
 import multiprocessing
 import os
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -178,11 +178,18 @@ def write_sessions(con: duckdb.DuckDBPyConnection, data: queries.WikiData, part:
     from the warehouse, written where they changed (``tree.write_files``; ``write_tree`` lists them in
     the manifests). The page data of only these sessions is in memory at once."""
     wiki, site = TreeResult("wiki"), TreeResult("site")
-    if not part:
-        return wiki, site
     data = queries.with_sessions(con, data, part[0]["session_id"], part[-1]["session_id"])
     write_files(wiki_pages.session_pages(data, part), wiki_dir, wiki)
     write_files(site_session_pages(data, part), site_dir, site)
+    return wiki, site
+
+
+def _merged(written: Iterable[tuple[TreeResult, TreeResult]]) -> tuple[TreeResult, TreeResult]:
+    """The wiki and site files that chunks of sessions wrote, as one result per tree."""
+    wiki, site = TreeResult("wiki"), TreeResult("site")
+    for w, s in written:
+        wiki.add(w)
+        site.add(s)
     return wiki, site
 
 
@@ -224,24 +231,11 @@ class PageWorkers:
     def sessions(self, wiki_dir: Path, site_dir: Path) -> Callable[[], tuple[TreeResult, TreeResult]]:
         """Begin writing every session's wiki and site page; returns the function that waits for them."""
         if self.pool is None:
-            def here() -> tuple[TreeResult, TreeResult]:
-                wiki, site = TreeResult("wiki"), TreeResult("site")
-                for part in chunks(self.data):
-                    w, s = write_sessions(self.con, self.data, part, wiki_dir, site_dir)
-                    wiki.add(w)
-                    site.add(s)
-                return wiki, site
-            return here
+            return lambda: _merged(write_sessions(self.con, self.data, part, wiki_dir, site_dir)
+                                   for part in chunks(self.data))
         futures = [self.pool.submit(_write_chunk, part, wiki_dir, site_dir) for part in chunks(self.data)]
-
-        def wait() -> tuple[TreeResult, TreeResult]:
-            wiki, site = TreeResult("wiki"), TreeResult("site")
-            for future in futures:  # in order: the same lists whatever finished first
-                w, s = future.result()
-                wiki.add(w)
-                site.add(s)
-            return wiki, site
-        return wait
+        # in order: the same lists whatever finished first
+        return lambda: _merged(future.result() for future in futures)
 
     def __enter__(self) -> PageWorkers:
         return self

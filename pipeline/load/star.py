@@ -184,8 +184,10 @@ def _span(table: str, batch: list[str], spans: dict[str, tuple[int, int, int]]) 
     filter: the range of sessions whose events lie far apart (a log that grew: its old rows and this
     run's) read whole outputs of rows that are not pulled (1% of the 1 GB `outputs` logs grown: the
     pull's peak RSS 0.77 -> 1.09 GB)."""
+    if table != "stg_events":
+        return ""
     held = [spans[sid] for sid in batch if sid in spans]
-    if table != "stg_events" or not held:
+    if not held:
         return ""
     lo, hi = min(s[0] for s in held), max(s[1] for s in held)
     if 2 * sum(s[2] for s in held) < hi - lo + 1:
