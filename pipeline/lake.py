@@ -34,7 +34,7 @@ from . import extensions
 from .checks import ChecksFailed, run_checks
 from .models import load_models, run_models
 from .schema import STAR, TABLES
-from .warehouse import connect, ensure_schema, key_table, meta, set_meta, transaction
+from .warehouse import connect, ensure_schema, key_table, meta, quiet, set_meta, transaction
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +195,7 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
     if not Path(warehouse).exists():
         raise LakeError(f"no warehouse at {warehouse}: run `python -m pipeline ingest` first")
     con = duckdb.connect(config=extensions.config())
+    quiet(con)
     try:
         con.execute("set TimeZone = 'UTC'")
         con.execute(f"attach {_quote(str(Path(warehouse).resolve()))} as wh (read_only)")
@@ -284,6 +285,7 @@ def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
     (a home copied between them) counts once: the latest push's rows."""
     path = Path(path) if path else default_cache(catalog)
     con = duckdb.connect(config=extensions.config())
+    quiet(con)
     try:
         attach(con, catalog, read_only=True)
         snapshot = str(con.execute("select max(snapshot_id) from ducklake_snapshots('lake')").fetchone()[0])

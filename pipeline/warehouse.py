@@ -136,6 +136,13 @@ class WarehouseError(Exception):
     """The warehouse cannot be opened or written."""
 
 
+def quiet(con: duckdb.DuckDBPyConnection) -> None:
+    """No progress bar of DuckDB's own: it is on by default and drew on the terminal during any query
+    over 2 s (a `report --quiet` of the 1 GB `events` warehouse showed one); the CLI draws its own, on a
+    TTY. A connection setting (DuckDB refuses it in ``connect``'s config)."""
+    con.execute("set enable_progress_bar = false")
+
+
 def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     path = Path(path)
     if not read_only:
@@ -160,6 +167,7 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
             con.execute("use warehouse")
         # every timestamp is TIMESTAMPTZ: shown, cast to a date and truncated in UTC whatever the machine's zone
         con.execute("set TimeZone = 'UTC'")
+        quiet(con)
         return con
     except (duckdb.IOException, duckdb.Error) as exc:
         if "version number" in str(exc) and "newer version" in str(exc):

@@ -42,6 +42,7 @@ from ..redact import Redactor, screen, screen_lines, stored_path
 from ..schema import arrow_schema
 from ..sources import APPEND_KINDS
 from ..vocabulary import ASSISTANT_MESSAGE, REASONING_TYPES, SESSION_ERROR, TOOL_COMPLETIONS, TOOL_START
+from ..warehouse import quiet
 from .base import (
     FORBIDDEN_KEYS,
     FORBIDDEN_SCREEN,
@@ -284,6 +285,7 @@ class FastReader:
         if scratch:
             config["temp_directory"] = scratch
         self.con = duckdb.connect(config=config)
+        quiet(self.con)
         self.sql = _events_sql(self.max_text)
         self.may_secret = screen() if redact else None
         self.may_forbidden = screen(FORBIDDEN_SCREEN)
