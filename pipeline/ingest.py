@@ -133,7 +133,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             affected |= state.mark_gone(roots)
             root_repos: dict[str, str] = {}
             if affected:  # which repository each folder is, over the whole warehouse (see transform.star.places)
-                root_repos, moved = star.root_repositories(con)
+                root_repos, moved = star.root_repositories(con, None if full or upgrade else affected)
                 affected |= moved
             summary.n_sessions_changed = len(affected)
             mark = summary.phase("stage", mark)

@@ -130,6 +130,41 @@ def test_a_grown_log_adds_exactly_the_new_records(sample_home, tmp_path):
     assert snapshot(wh, tables) == incremental
 
 
+def test_a_new_session_naming_a_folders_repository_moves_the_older_sessions_there(sample_home, tmp_path):
+    # the two webapp sessions know their folder, not its repository; a session read later names it.
+    # Only the new session's places are read from the staged rows (load.star.root_repositories):
+    # the older sessions' come from dim_sessions, and they must still move into the repository
+    import json
+    import shutil
+
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    webapp = "select session_id, project_id from dim_sessions where cwd = 'C:\\Users\\dev\\webapp' order by all"
+    old = rows(wh, webapp)
+    assert len(old) == 2 and len({p for _s, p in old}) == 1
+    src = next(p.parent for p in sample_home.glob("session-state/*/workspace.yaml")
+               if "Cart checkout button" in p.read_text())
+    sid = "0f0f0f0f-0000-4000-8000-000000000001"
+    new = sample_home / "session-state" / sid
+    shutil.copytree(src, new)
+    (new / "workspace.yaml").write_text(f"id: {sid}\ncwd: C:\\Users\\dev\\webapp\nrepository: acme/webapp\n"
+                                        "name: Cart coupons\n", encoding="utf-8")
+    lines = (new / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    start = json.loads(lines[0])
+    start["data"]["sessionId"] = sid
+    (new / "events.jsonl").write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n", encoding="utf-8")
+    summary = ingest(wh, [sample_home])
+    assert summary.n_sessions_changed == 3  # the new session and the two that move
+    moved = rows(wh, webapp)
+    assert [s for s, _p in moved] == sorted([s for s, _p in old] + [sid])
+    assert len({p for _s, p in moved}) == 1 and moved[0][1] != old[0][1]
+    assert rows(wh, "select repository from dim_projects where project_id = ?", [moved[0][1]]) == [("acme/webapp",)]
+    tables = STAR_TABLES + [t.name for t in MODELS]
+    incremental = snapshot(wh, tables)
+    ingest(wh, [sample_home], full=True)
+    assert snapshot(wh, tables) == incremental
+
+
 def test_vanished_session_keeps_its_rows_and_is_marked_gone(sample_home, tmp_path):
     import shutil
     wh = tmp_path / "w.duckdb"
