@@ -16,12 +16,24 @@ def test_bench_generates_a_corpus_and_runs_every_step(tmp_path, capsys):
     sizes = {p: p.stat().st_size for p in logs}
     rows = bench.bench(corpus, tmp_path / "run")
     assert [r["step"][:3] for r in rows] == ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)"]
-    assert all(r["ok"] and r["seconds"] > 0 and r["rss_mb"] > 0 for r in rows)
+    assert all(r["ok"] and r["seconds"] > 0 and r["rss_mb"] > 0 and r["cpu_s"] > 0 for r in rows)
     assert {p: p.stat().st_size for p in logs} == sizes  # the grown logs were cut back
     bench.print_table(1, rows)
     out = capsys.readouterr().out
     assert "full <= 2x floor" in out and "full/floor" in out
     assert "| events, " in bench.markdown({("events", 1): rows})
+    assert bench.verdict(rows)["full/floor in CPU time"].endswith("x")
+
+
+def test_a_steps_cpu_time_counts_the_processes_it_started():
+    # the ingest reads on worker processes: their CPU time is the step's too. The child burns 0.3 s
+    # of CPU (process time, not wall time), its parent next to none
+    import sys
+
+    child = "import time\nwhile time.process_time() < 0.3: pass"
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}], check=True)"
+    seconds, rss, cpu, code = bench.run([sys.executable, "-c", parent])
+    assert code == 0 and cpu >= 0.3 and rss > 0
 
 
 def test_a_target_whose_step_failed_is_not_measured():
@@ -35,6 +47,9 @@ def test_a_target_whose_step_failed_is_not_measured():
     assert v["full/floor"].endswith("not measured: (c) failed") and "met" not in v["full/floor"]
     assert all("not measured" in v[k] for k in ("peak RSS", "no-op/full", "grown/full", "report/full"))
     assert "(c) full ingest (FAILED)" in bench.markdown({("events", 1): rows})
+    assert v["full/floor in CPU time"] == "not measured"  # rows of a bench that did not measure CPU time
     rows[2].update(ok=True, seconds=40, x_floor=10)
+    rows[0]["cpu_s"], rows[2]["cpu_s"] = 8.0, 60.0
     v = bench.verdict(rows)
+    assert v["full/floor in CPU time"] == "7.50x"
     assert v["full/floor"] == "10.00x MISSED" and v["report/full"] == "0.75x met" and v["peak RSS"] == "100 MB met"

@@ -5,7 +5,8 @@
 Two corpus shapes: ``events`` (many small events: prompts, short tool outputs, a 56 KB system
 prompt per session, 3% of outputs large) and ``outputs`` (tool outputs of ~45 KB each are ~95% of
 the bytes, as in agent sessions that read whole files). Each step runs as its own process (wall
-time and that process's peak RSS from ``wait4``):
+time, and from ``wait4`` that process's peak RSS and the CPU time of it and every process and thread it
+ran, workers included):
   (a) floor   one DuckDB query (``ignore_errors=true``, so it also runs on a damaged corpus) that
               parses every events.jsonl and extracts the fields the star schema uses, writing nothing;
   (b) naive   a plain-Python loader (json.loads per line, turns and tool calls into SQLite);
@@ -216,8 +217,9 @@ db.commit()
 '''
 
 
-def run(cmd: list[str]) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MB) of exactly this process tree's main process, exit code."""
+def run(cmd: list[str]) -> tuple[float, float, float, int]:
+    """Wall seconds, peak RSS (MB) of exactly this process tree's main process, CPU seconds (user and
+    system) of the process and of every worker process it waited for, exit code."""
     # every step starts with the writes of the one before on disk: the full ingest leaves ~2 GB to
     # write back, and a later step's commit would otherwise wait on that flush (0.1 s vs 1.5 s seen)
     os.sync()
@@ -229,7 +231,7 @@ def run(cmd: list[str]) -> tuple[float, float, int]:
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         print(f"  {' '.join(cmd[:4])}... failed ({code}): {err.strip().splitlines()[-1:] or ''}", file=sys.stderr)
-    return seconds, usage.ru_maxrss / 1024, code
+    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, code
 
 
 def grow(home: Path, fraction: float = 0.01) -> list[tuple[Path, int]]:
@@ -258,8 +260,8 @@ def bench(corpus: Path, out: Path) -> list[dict]:
     steps = []
 
     def step(name, cmd):
-        secs, rss, code = run(cmd)
-        steps.append({"step": name, "seconds": secs, "rss_mb": rss, "ok": code == 0})
+        secs, rss, cpu, code = run(cmd)
+        steps.append({"step": name, "seconds": secs, "rss_mb": rss, "cpu_s": cpu, "ok": code == 0})
 
     for p in sorted(corpus.rglob("*")):  # every step starts with the corpus in the page cache
         if p.is_file():
@@ -298,12 +300,17 @@ TARGETS = "full <= 2x floor; peak RSS <= 1 GB per GB of logs, flat as they doubl
 
 def print_table(size_mb: int, rows: list[dict], shape: str = "events") -> None:
     print(f"\ncorpus {size_mb} MB requested ({shape} shape), {rows[0]['logs_mb']:.0f} MB of events.jsonl")
-    print(f"{'step':<48} {'seconds':>8} {'MB/s':>7} {'peak RSS MB':>12} {'x floor':>8} {'x naive':>8}")
+    print(f"{'step':<48} {'seconds':>8} {'CPU s':>7} {'MB/s':>7} {'peak RSS MB':>12} {'x floor':>8} {'x naive':>8}")
     for r in rows:
         flag = "" if r["ok"] else "  FAILED"
-        print(f"{r['step']:<48} {r['seconds']:>8.1f} {r['mb_per_s']:>7.1f} {r['rss_mb']:>12.0f} "
+        print(f"{r['step']:<48} {r['seconds']:>8.1f} {_cpu(r):>7} {r['mb_per_s']:>7.1f} {r['rss_mb']:>12.0f} "
               f"{r['x_floor']:>8.2f} {r['x_naive']:>8.2f}{flag}")
     print(f"targets ({TARGETS}): " + "; ".join(f"{k} {v}" for k, v in verdict(rows).items()))
+
+
+def _cpu(row: dict) -> str:
+    """A step's CPU seconds, or "-" where they were not measured (results of an older bench)."""
+    return f"{row['cpu_s']:.1f}" if row.get("cpu_s") is not None else "-"
 
 
 def verdict(rows: list[dict]) -> dict[str, str]:
@@ -319,6 +326,9 @@ def verdict(rows: list[dict]) -> dict[str, str]:
         return "met" if ok else "MISSED"
     return {"full/floor": f"{rows[2]['x_floor']:.2f}x {mark(rows[2]['x_floor'] <= 2, 0, 2)}",
             "full/naive": f"{rows[2]['x_naive']:.2f}x" + ("" if rows[1]["ok"] and rows[2]["ok"] else " (not measured)"),
+            "full/floor in CPU time": (f"{rows[2]['cpu_s'] / rows[0]['cpu_s']:.2f}x"
+                                       if rows[0].get("cpu_s") and rows[2].get("cpu_s") is not None
+                                       and rows[0]["ok"] and rows[2]["ok"] else "not measured"),
             "peak RSS": f"{rss:.0f} MB {mark(rss <= 1024, 2, 3, 4, 5)}",
             "no-op/full": f"{noop / full:.1%} {mark(noop / full <= 0.05, 2, 3)}",
             "grown/full": f"{grown / full:.1%} {mark(grown / full <= 0.05, 2, 4)}",
@@ -327,13 +337,14 @@ def verdict(rows: list[dict]) -> dict[str, str]:
 
 def markdown(results: dict) -> str:
     """The results as the markdown table the README quotes."""
-    lines = ["| corpus | step | seconds | MB/s | peak RSS MB | × floor | × naive |", "|---|---|---|---|---|---|---|"]
+    lines = ["| corpus | step | seconds | CPU s | MB/s | peak RSS MB | × floor | × naive |",
+             "|---|---|---|---|---|---|---|---|"]
     for (shape, _size), rows in results.items():
         label = f"{shape}, {rows[0]['logs_mb']:.0f} MB"
         for r in rows:
             step = r["step"] if r["ok"] else f"{r['step']} (FAILED)"
-            lines.append(f"| {label} | {step} | {r['seconds']:.1f} | {r['mb_per_s']:.1f} | {r['rss_mb']:.0f} | "
-                         f"{r['x_floor']:.2f} | {r['x_naive']:.2f} |")
+            lines.append(f"| {label} | {step} | {r['seconds']:.1f} | {_cpu(r)} | {r['mb_per_s']:.1f} | "
+                         f"{r['rss_mb']:.0f} | {r['x_floor']:.2f} | {r['x_naive']:.2f} |")
     lines += ["", f"Targets: {TARGETS}.", ""]
     for (shape, _size), rows in results.items():
         lines.append(f"- {shape}, {rows[0]['logs_mb']:.0f} MB: "
