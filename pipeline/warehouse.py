@@ -28,7 +28,7 @@ def memory_limit() -> str:
 CACHE_FLOOR = "64MB"
 
 
-def memory_limit_at_most(cap: str) -> str:
+def memory_limit_unless_set(cap: str) -> str:
     """DuckDB's memory limit for a step that needs little of it: ``cap``, unless
     ``$COPILOT_WAREHOUSE_MEMORY`` is set (then that)."""
     return os.environ.get("COPILOT_WAREHOUSE_MEMORY", cap)

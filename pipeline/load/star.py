@@ -19,7 +19,7 @@ import duckdb
 
 from ..schema import STAGING, STAR
 from ..vocabulary import SESSION_START, SYSTEM_MESSAGE
-from ..warehouse import RESULT_CHARS, key_table, memory_limit_at_most, release_cache
+from ..warehouse import RESULT_CHARS, key_table, memory_limit_unless_set, release_cache
 from .spool import Spool, insert
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     # wait in a temp table and get the whole output from its event below, in SQL
     if chars == 0:
         con.execute(f"create or replace temp table {_CALLS} as select * from fct_tool_calls limit 0")
-    spool = Spool(con, spool_dir, load_memory=memory_limit_at_most(STAR_LOAD_MEMORY))
+    spool = Spool(con, spool_dir, load_memory=memory_limit_unless_set(STAR_LOAD_MEMORY))
     projection = _staging_projection(chars)
     present = con.sql("select source_path, session_id from _source_files where is_present").pl()
     in_affected = key_table(con, "_star_affected", affected)
