@@ -1,6 +1,6 @@
 """The DuckDB reader of event logs (pipeline/extract/fast.py) gives the warehouse the Python reader
 gives: built both ways (``COPILOT_WAREHOUSE_FAST_READ=0`` / ``1``) from the sample corpus, every real
-sample and a damaged corpus, every table is compared row for row."""
+sample and a damaged corpus (CLI event logs and VS Code transcripts), every table is compared row for row."""
 
 from __future__ import annotations
 
@@ -64,6 +64,12 @@ def _both(tmp_path: Path, homes: list[Path], users: list[Path], monkeypatch, cap
     return {"logs": logs, "sql_lines": sql, "python_lines": python, "whole": whole}
 
 
+def _logs(homes: list[Path], users: list[Path]) -> list[Path]:
+    """The event logs (CLI logs and VS Code transcripts) the DuckDB reader is given."""
+    return [*(p for h in homes for p in [*h.glob("session-state/*/events.jsonl"), *h.glob("session-state/*.jsonl")]),
+            *(p for u in users for p in u.glob("workspaceStorage/*/GitHub.copilot-chat/transcripts/*.jsonl"))]
+
+
 def _lines(path: Path) -> int:
     return sum(1 for line in path.read_bytes().split(b"\n") if line.strip())
 
@@ -71,8 +77,8 @@ def _lines(path: Path) -> int:
 def test_the_sample_corpus_is_the_same_both_ways(tmp_path, monkeypatch, caplog):
     sample = REPO / "data" / "sample"
     got = _both(tmp_path, [sample / "copilot-home"], [sample / "vscode-user"], monkeypatch, caplog)
-    state = sample / "copilot-home" / "session-state"
-    logs = [*state.glob("*/events.jsonl"), *state.glob("*.jsonl")]
+    logs = _logs([sample / "copilot-home"], [sample / "vscode-user"])
+    assert len([p for p in logs if p.parent.name == "transcripts"]) == 2
     assert got["logs"] + got["whole"] == len(logs)
     assert got["sql_lines"] > 100  # the bulk is SQL's
 
@@ -83,7 +89,8 @@ def test_every_real_sample_is_the_same_both_ways(tmp_path, monkeypatch, caplog):
     homes = sorted(REAL.glob("*/copilot-home")) + sorted(REAL.glob("*/fixtures/copilot-home"))
     users = sorted(REAL.glob("*/vscode-user"))
     got = _both(tmp_path, homes, users, monkeypatch, caplog)
-    logs = [p for h in homes for p in [*h.glob("session-state/*/events.jsonl"), *h.glob("session-state/*.jsonl")]]
+    logs = _logs(homes, users)
+    assert any(p.parent.name == "transcripts" for p in logs)
     assert got["logs"] + got["whole"] == len(logs)
     # most real lines are read by SQL; the rest (a possible secret, a field of an odd type) by Python
     assert got["sql_lines"] > got["python_lines"] > 0
@@ -140,6 +147,31 @@ def _crafted_events() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def _crafted_transcript() -> bytes:
+    """A VS Code transcript as Copilot Chat writes it (``copilot-formats.md``: the CLI envelope, a
+    7-type subset, ``toolRequests[].arguments`` a JSON string, ``session.start`` with vscodeVersion)."""
+    lines = [
+        {"type": "session.start", "data": {"sessionId": "t", "version": 1, "producer": "copilot-agent",
+                                           "copilotVersion": "0.45.0", "vscodeVersion": "1.110.0",
+                                           "startTime": "2026-09-15T09:00:00.000Z"},
+         "id": "e0", "timestamp": "2026-09-15T09:00:00.000Z", "parentId": None},
+        {"type": "user.message", "data": {"content": "read it", "attachments": []}, "id": "e1",
+         "timestamp": "2026-09-15T09:00:01.000Z", "parentId": "e0"},
+        {"type": "assistant.turn_start", "data": {"turnId": "0"}, "id": "e2", "timestamp": "2026-09-15T09:00:02.000Z"},
+        {"type": "assistant.message", "data": {"messageId": "m1", "content": "", "toolRequests": [
+            {"toolCallId": "c1", "name": "read_file", "arguments": "{\"filePath\":\"/w/app/a.py\"}",
+             "type": "function"}]},
+         "id": "e3", "timestamp": "2026-09-15T09:00:03.000Z"},
+        {"type": "tool.execution_start", "data": {"toolCallId": "c1", "toolName": "read_file",
+                                                  "arguments": {"filePath": "/w/app/a.py"}},
+         "id": "e4", "timestamp": "2026-09-15T09:00:04.000Z"},
+        {"type": "tool.execution_complete", "data": {"toolCallId": "c1", "success": True}, "id": "e5",
+         "timestamp": "2026-09-15T09:00:05.000Z"},
+        {"type": "assistant.turn_end", "data": {"turnId": "0"}, "id": "e6", "timestamp": "2026-09-15T09:00:06.000Z"},
+    ]
+    return "".join(json.dumps(e) + "\n" for e in lines).encode()
+
+
 def test_a_damaged_corpus_is_the_same_both_ways(tmp_path, monkeypatch, caplog):
     root = tmp_path / "poison"
     poison.build(root)
@@ -152,9 +184,14 @@ def test_a_damaged_corpus_is_the_same_both_ways(tmp_path, monkeypatch, caplog):
     comma.mkdir()
     (comma / "events.jsonl").write_bytes(b'{"type":"user.message","id":"comma","data":{"content":"x",},}\n'
                                          + _crafted_events())
+    # VS Code transcripts: the CLI envelope, a tool request's arguments as a JSON string; one damaged
+    transcripts = root / "vscode-user" / "workspaceStorage" / "ws1" / "GitHub.copilot-chat" / "transcripts"
+    transcripts.mkdir(parents=True)
+    (transcripts / "t-clean.jsonl").write_bytes(_crafted_transcript())
+    (transcripts / "t-damaged.jsonl").write_bytes(_crafted_transcript() + b'{"type":"user.message","data":\xff}\n')
     got = _both(tmp_path, [root / "copilot-home"], [root / "vscode-user"], monkeypatch, caplog)
     # not JSON, an array line, random bytes, invalid UTF-8, the trailing comma: the Python reader's
-    assert got["whole"] >= 5
+    assert got["whole"] >= 6
     assert got["python_lines"] >= 2 * 7  # the crafted lines left to Python, in both copies
     assert got["sql_lines"] >= 2 * 13
     con = duckdb.connect(str(tmp_path / "fast1.duckdb"), read_only=True)

@@ -1,5 +1,6 @@
-"""The DuckDB reader of event logs: DuckDB parses, lifts and screens the lines of clean logs, Python
-converts only the lines DuckDB should not (and reads whole only the files it cannot).
+"""The DuckDB reader of event logs (``events.jsonl``, legacy flat logs, VS Code transcripts: the one
+envelope): DuckDB parses, lifts and screens the lines of clean logs, Python converts only the lines
+DuckDB should not (and reads whole only the files it cannot).
 
 A log read whole (a new or rewritten file, not one that grew) whose bytes are clean — valid UTF-8,
 no BOM, no NUL or CR, no blank line, ending with a newline — is handed to DuckDB as an Arrow table
@@ -57,14 +58,15 @@ from .base import (
 from .events import _LIFTED, _SCREEN_BOTH, _is_append, record_rows, tail_digest
 from .jsonl import DEEP_NOTE, _clean, loads_cut
 from .parallel import Batch, Read, _redact_rows
+from .vscode import transcript_meta
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
-KINDS = frozenset({"events", "legacy_jsonl"})
-_ORDER = {"stg_events": ["event_index"], "stg_tool_requests": ["event_index", "request_index"]}
+KINDS = frozenset({"events", "legacy_jsonl", "transcript"})
+_ORDER = {"stg_events": ["event_index"], "stg_tool_requests": ["event_index", "request_index"], "stg_session_meta": []}
 CHUNK_BYTES = 64 * 1024 * 1024  # logs read by one DuckDB pass: ~3x this in memory while it runs
 CHUNK_SOURCES = 4096
 _BOM = b"\xef\xbb\xbf"
@@ -443,7 +445,7 @@ class FastReader:
             for table, rows in res.rows.items():
                 for row in rows:
                     row["fid"] = fid
-                py_rows[table].extend(rows)
+                py_rows.setdefault(table, []).extend(rows)
             reads[fid] = (lg, res, counts)
             self.stats["logs"] += 1
             self.stats["python_lines"] += len(line_nos)
@@ -462,11 +464,15 @@ class FastReader:
         tables = {}
         keep = pa.array(sorted(reads), type=pa.int32())
         n_rows = np.zeros(max(logs) + 1, dtype=np.int64)
-        for table, t in (("stg_events", events), ("stg_tool_requests", requests)):
-            t = t.filter(pc.is_in(t.column("fid"), keep))
+        for table, t in (("stg_events", events), ("stg_tool_requests", requests), ("stg_session_meta", None)):
             schema = arrow_schema(table)
+            if t is None:  # Python's rows only
+                if not py_rows.get(table):
+                    continue
+                t = schema.insert(0, pa.field("fid", pa.int32())).empty_table()
+            t = t.filter(pc.is_in(t.column("fid"), keep))
             t = t.select(["fid", *schema.names]).cast(schema.insert(0, pa.field("fid", pa.int32())))
-            if py_rows[table]:
+            if py_rows.get(table):
                 extra = py_tables[table]
                 fids = pa.array([r["fid"] for r in py_rows[table]], type=pa.int32())
                 t = pa.concat_tables([t, extra.add_column(0, "fid", fids)])
@@ -494,6 +500,8 @@ class FastReader:
                                index=i, session_id=lg.source.session_id, source_kind=lg.source.kind,
                                path=lg.source.path, ctx=ctx):
                 raise Fallback  # a record that is a reject shifts every later event index
+        if lg.source.kind == "transcript":  # read whole: its session's row, as the Python reader adds it
+            res.add("stg_session_meta", transcript_meta(lg.source, self.run_id))
         _redact_rows(res, ctx, self.redact)  # session ids and paths as stored; rejects redacted
         return res, dict(redactor.counts)
 

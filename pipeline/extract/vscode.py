@@ -447,12 +447,17 @@ def read_transcript(source: Source, ctx: Context, prior: Prior | None) -> ReadRe
     """``GitHub.copilot-chat/transcripts/<id>.jsonl``: the CLI envelope, append-only."""
     res = read_event_log(source, ctx, prior, "transcript")
     if not res.appended:
-        res.add("stg_session_meta", {
-            "session_id": source.session_id, "source_kind": "vscode_transcript", "title": None, "summary": None,
+        res.add("stg_session_meta", transcript_meta(source, ctx.run_id))
+    return res
+
+
+def transcript_meta(source: Source, run_id: str) -> dict:
+    """The stg_session_meta row of a transcript read whole: its session and workspace folder (the
+    DuckDB reader, ``extract.fast``, adds the same row)."""
+    return {"session_id": source.session_id, "source_kind": "vscode_transcript", "title": None, "summary": None,
             "cwd": source.workspace, "git_root": None, "repository": None, "branch": None, "host_type": "vscode",
             "client_name": "vscode", "created_at": None, "updated_at": None, "first_user_message": None,
-            "extra": None, "_source_path": source.path, "_run_id": ctx.run_id})
-    return res
+            "extra": None, "_source_path": source.path, "_run_id": run_id}
 
 
 @reader("vscode_memory")
