@@ -201,3 +201,39 @@ def test_a_damaged_corpus_is_the_same_both_ways(tmp_path, monkeypatch, caplog):
         con.close()
     for never in ("never stored", "secret thoughts", "enc", "deep", "a1B2c3D4e5F6g7H8i9J0"):
         assert f'"{never}"' not in stored and f" {never} " not in stored, never
+
+
+def test_a_log_read_by_duckdb_resumes_where_it_stopped(tmp_path, monkeypatch, caplog):
+    """A CLI log and a transcript read whole by the DuckDB reader, then appended to: the next ingest
+    reads only the new events, from the offset and line each reader stored, and both warehouses are
+    identical to each other and to a full ingest of the grown files."""
+    corpus = tmp_path / "sample"
+    shutil.copytree(REPO / "data" / "sample", corpus)
+    homes, users = [corpus / "copilot-home"], [corpus / "vscode-user"]
+    got = _both(tmp_path, homes, users, monkeypatch, caplog)  # fast0 / fast1.duckdb
+    assert got["whole"] == 1  # the damaged log only: the two below were DuckDB's
+    log_ = corpus / "copilot-home" / "session-state" / "a0627783-207c-5204-84bf-c1aa568c644c" / "events.jsonl"
+    transcript = next(users[0].glob("workspaceStorage/*/GitHub.copilot-chat/transcripts/*.jsonl"))
+    lines = {p: _lines(p) for p in (log_, transcript)}
+    for path, n in lines.items():
+        with path.open("a") as f:
+            f.write(json.dumps({"type": "user.message", "data": {"content": f"appended to {path.name}"},
+                                "id": f"appended-{n}", "timestamp": "2026-10-01T00:00:00.000Z"}) + "\n")
+    for flag in ("0", "1"):
+        monkeypatch.setenv("COPILOT_WAREHOUSE_FAST_READ", flag)
+        summary = ingest(tmp_path / f"fast{flag}.duckdb", homes, users)
+        assert summary.n_records == 2  # the two new events, nothing read again
+    monkeypatch.setenv("COPILOT_WAREHOUSE_FAST_READ", "1")
+    ingest(tmp_path / "full.duckdb", homes, users, full=True)
+    assert _differences(tmp_path / "fast0.duckdb", tmp_path / "fast1.duckdb") == []
+    assert _differences(tmp_path / "fast1.duckdb", tmp_path / "full.duckdb") == []
+    con = duckdb.connect(str(tmp_path / "fast1.duckdb"), read_only=True)
+    try:
+        for path, n in lines.items():
+            stored = con.execute("select max(event_index), count(*) from stg_events where _source_path = ?",
+                                 [str(path.resolve())]).fetchone()
+            assert stored == (n, n + 1), path  # event indexes 0..n, the appended one last
+            assert con.execute("select good_line, last_good_offset from _source_files where source_path = ?",
+                               [str(path.resolve())]).fetchone() == (n + 2, path.stat().st_size)
+    finally:
+        con.close()
