@@ -227,8 +227,7 @@ def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kin
 def record_rows(res: ReadResult, obj: dict, raw: bytes, screen_hits: tuple[bool, bool], *, note: str, line: int,
                 offset: int, index: int, session_id: str | None, source_kind: str, path: str, ctx: Context) -> bool:
     """Add one parsed log record's rows (or its reject) to ``res``; whether it became an event.
-    ``raw`` is the record's bytes, ``screen_hits`` what the line screens found in them. Shared by
-    the reader above and by the DuckDB reader (``fast``) for the lines it leaves to Python."""
+    ``raw`` is the record's bytes, ``screen_hits`` what the line screens found in them."""
     problems = Problems()
     if note:
         problems.note(note)

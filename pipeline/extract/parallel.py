@@ -2,9 +2,8 @@
 
 Workers import only the readers (no DuckDB, no polars), start with ``spawn`` (never ``fork`` a
 process that holds a DuckDB connection and its threads), and hand back Arrow tables, which
-travel between processes as flat buffers. Event logs are read by DuckDB in this process instead
-(``fast``). Results come back batch by batch in an order fixed by the sources (``_batches``), so
-what is loaded, and in which order, does not depend on the number of workers.
+travel between processes as flat buffers. Results come back batch by batch in an order fixed by the
+sources (``_batches``), so what is loaded, and in which order, does not depend on the number of workers.
 """
 
 from __future__ import annotations
@@ -202,63 +201,41 @@ def _to_read(src: Source, prior: Prior | None, size: int) -> int:
     return size
 
 
-def _batches(jobs: list[tuple[Source, Prior | None, int]],
-             use_fast: bool) -> Iterator[tuple[bool, list[tuple[Source, Prior | None]]]]:
-    """The jobs in batches, each marked whether the DuckDB reader takes it (event logs when
-    ``use_fast``, in batches of up to ``fast.CHUNK_BYTES``) or the Python readers do. Each batch holds
-    jobs in their order; a batch comes when it is full (or at the end), so the order is the same on
-    every run."""
-    from . import fast
-
-    open_: dict[bool, tuple[list, int]] = {True: ([], 0), False: ([], 0)}
+def _batches(jobs: list[tuple[Source, Prior | None, int]]) -> Iterator[list[tuple[Source, Prior | None]]]:
+    """The jobs in batches of up to BATCH_SOURCES sources or BATCH_BYTES to read, in their order; a batch
+    comes when it is full (or at the end), so the batches are the same on every run."""
+    batch, size = [], 0
     for src, prior, nbytes in jobs:
-        is_fast = use_fast and src.kind in fast.KINDS
-        batch, size = open_[is_fast]
-        limit, most = (fast.CHUNK_BYTES, fast.CHUNK_SOURCES) if is_fast else (BATCH_BYTES, BATCH_SOURCES)
-        if batch and (len(batch) >= most or size + nbytes > limit):
-            yield is_fast, batch
+        if batch and (len(batch) >= BATCH_SOURCES or size + nbytes > BATCH_BYTES):
+            yield batch
             batch, size = [], 0
         batch.append((src, prior))
-        open_[is_fast] = (batch, size + nbytes)
-    for is_fast in (False, True):
-        if open_[is_fast][0]:
-            yield is_fast, open_[is_fast][0]
+        size += nbytes
+    if batch:
+        yield batch
 
 
 def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: bool,
              workers: int | None = None, scratch: str | None = None) -> Iterator[Batch]:
-    """Read every job (source, what the warehouse knows of it, its size) in batches (see ``_batches``):
-    event logs with DuckDB in this process (``fast``), other sources with the Python readers, on
-    several cores when there are enough of them to be worth it."""
+    """Read every job (source, what the warehouse knows of it, its size) in batches (see ``_batches``),
+    on several cores when there is enough to read to be worth it."""
     workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
-    from . import fast
-
-    use_fast = fast.enabled()
-    batches = list(_batches(jobs, use_fast))
-    reader = fast.FastReader(run_id, redact, scratch) if any(is_fast for is_fast, _ in batches) else None
-    slow = sum(_to_read(src, prior, size) for src, prior, size in jobs if not (use_fast and src.kind in fast.KINDS))
+    batches = list(_batches(jobs))
+    if workers <= 1 or sum(_to_read(src, prior, size) for src, prior, size in jobs) < PARALLEL_MIN_BYTES:
+        for batch in batches:
+            yield read_batch(batch, run_id, redact, scratch)
+        return
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=worker_init)
     try:
-        if workers <= 1 or slow < PARALLEL_MIN_BYTES:
-            for is_fast, batch in batches:
-                yield reader.read(batch) if is_fast else read_batch(batch, run_id, redact, scratch)
-            return
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=worker_init)
-        try:
-            pending: deque = deque()
-            for is_fast, batch in batches:
-                # a DuckDB batch is read when its turn comes, while the workers read the batches after it
-                pending.append(batch if is_fast else pool.submit(read_batch, batch, run_id, redact, scratch))
-                if len(pending) >= WAVE * workers:
-                    item = pending.popleft()
-                    yield reader.read(item) if isinstance(item, list) else item.result()
-            while pending:
-                item = pending.popleft()
-                yield reader.read(item) if isinstance(item, list) else item.result()
-        except BaseException:
-            stop_pool(pool)  # Ctrl-C or an error: the workers stop now, not after their batches
-            raise
-        pool.shutdown()
-    finally:
-        if reader is not None:
-            reader.close()
+        pending: deque = deque()
+        for batch in batches:
+            pending.append(pool.submit(read_batch, batch, run_id, redact, scratch))
+            if len(pending) >= WAVE * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    except BaseException:
+        stop_pool(pool)  # Ctrl-C or an error: the workers stop now, not after their batches
+        raise
+    pool.shutdown()

@@ -452,8 +452,7 @@ def read_transcript(source: Source, ctx: Context, prior: Prior | None) -> ReadRe
 
 
 def transcript_meta(source: Source, run_id: str) -> dict:
-    """The stg_session_meta row of a transcript read whole: its session and workspace folder (the
-    DuckDB reader, ``extract.fast``, adds the same row)."""
+    """The stg_session_meta row of a transcript read whole: its session and workspace folder."""
     return {"session_id": source.session_id, "source_kind": "vscode_transcript", "title": None, "summary": None,
             "cwd": source.workspace, "git_root": None, "repository": None, "branch": None, "host_type": "vscode",
             "client_name": "vscode", "created_at": None, "updated_at": None, "first_user_message": None,

@@ -29,8 +29,7 @@ log = logging.getLogger(__name__)
 RUN_FOLDER_PREFIX = ".ingest-"
 
 # JSON columns of the staging tables written in one canonical form, DuckDB's (compact, keys in the
-# order they were read, numbers and escapes as DuckDB writes them), whichever reader produced them:
-# the Python reader and the DuckDB reader (extract.fast) store the same text for the same event.
+# order they were read, numbers and escapes as DuckDB writes them), whatever wrote them.
 CANONICAL_JSON = {"stg_events": ("arguments", "extra"), "stg_tool_requests": ("arguments",)}
 
 
