@@ -32,6 +32,7 @@ from .warehouse import (
     connect,
     drop_all,
     ensure_schema,
+    fill_kept_rows,
     format_version,
     result_chars,
     set_meta,
@@ -130,6 +131,8 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             tell(0, 0, "staging rows")
             state.flush()
             spool.load()
+            if upgrade:
+                fill_kept_rows(con)
             affected |= state.mark_gone(roots)
             root_repos: dict[str, str] = {}
             if affected:  # which repository each folder is, over the whole warehouse (see transform.star.places)

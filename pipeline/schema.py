@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 COUNT = (0, 10**15)
+# characters of a tool output kept in stg_events.result_head (what the star and fct_tool_calls read of it)
+RESULT_HEAD_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,13 @@ STAGING = [
         ("arguments", "VARCHAR", "Tool arguments as JSON text (DuckDB's compact form, keys in the order written)."),
         ("success", "BOOLEAN", "`success` of tool.execution_complete."),
         ("error_message", "VARCHAR", "Error message of a failed tool call or session.error."),
-        ("result_content", "VARCHAR", "`result.content` of a completed tool call."),
+        ("result_content", "VARCHAR", "`result.content` of a completed tool call: the one place the whole output "
+                                      "is stored (redacted)."),
+        ("result_chars", "BIGINT", "Length of `result_content` in characters."),
+        ("result_md5", "VARCHAR", "MD5 of `result_content`'s UTF-8 bytes, hex (of the redacted text)."),
+        ("result_head", "VARCHAR", "The first 4,096 characters of `result_content` (when those are white space, "
+                                   "up to its first two others): what the star reads of an output, so that no "
+                                   "ingest reads whole outputs it does not show."),
         ("parent_tool_call_id", "VARCHAR", "`parentToolCallId` (inside subagents)."),
         ("mcp_server_name", "VARCHAR", "`mcpServerName` of MCP tool calls."),
         ("output_tokens", "BIGINT", "`outputTokens` of assistant.message."),
@@ -754,7 +762,7 @@ BOOKKEEPING.append(_t(
 # Bumped when a new version reads sources differently or changes a column's type: a warehouse
 # written with an older format is upgraded on the next ingest (column types altered, every source
 # still on disk read again, every session's star rows rebuilt; rows of sources gone from disk kept).
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4  # 4: stg_events.result_head, result_chars, result_md5
 
 # views over the tables, created by warehouse.ensure_schema: documented like tables, never exported
 VIEWS = [_t(

@@ -10,7 +10,16 @@ from pathlib import Path
 import duckdb
 
 from . import extensions
-from .schema import ALL_TABLES, FORMAT_VERSION, MODELS, VIEWS, Table, arrow_schema, to_arrow  # noqa: F401  (re-exported)
+from .schema import (  # noqa: F401  (re-exported)
+    ALL_TABLES,
+    FORMAT_VERSION,
+    MODELS,
+    RESULT_HEAD_CHARS,
+    VIEWS,
+    Table,
+    arrow_schema,
+    to_arrow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,15 +51,22 @@ def release_cache(con: duckdb.DuckDBPyConnection, limit: str | None = None) -> N
     keeping it held ~0.45 GB of peak RSS (1 GB `events` corpus: 1.54 -> 1.10 GB). When more than
     ``CACHE_FLOOR`` is in use, DuckDB refuses the lower limit and nothing is evicted. The limit set back
     is ``limit`` (None, or when DuckDB holds more than that: ``memory_limit()``)."""
+    # on a connection of its own: a SET that fails inside the run's transaction aborts the transaction
+    # (DuckDB 1.5, when what it holds cannot be freed for the lower limit: seen after an upgrade's
+    # UPDATE); the limit is global, so it applies to ``con`` all the same
+    own = con.cursor()
     try:
-        con.execute(f"set memory_limit = '{CACHE_FLOOR}'")
-    except duckdb.Error:
-        log.debug("DuckDB holds more than %s: its cache is left as it is", CACHE_FLOOR)
-    finally:
         try:
-            con.execute(f"set memory_limit = '{limit or memory_limit()}'")
-        except duckdb.Error:  # it holds more than ``limit``
-            con.execute(f"set memory_limit = '{memory_limit()}'")
+            own.execute(f"set memory_limit = '{CACHE_FLOOR}'")
+        except duckdb.Error:
+            log.debug("DuckDB holds more than %s: its cache is left as it is", CACHE_FLOOR)
+        finally:
+            try:
+                own.execute(f"set memory_limit = '{limit or memory_limit()}'")
+            except duckdb.Error:  # it holds more than ``limit``
+                own.execute(f"set memory_limit = '{memory_limit()}'")
+    finally:
+        own.close()
 
 
 ROW_GROUP_SIZE = 16_384
@@ -112,6 +128,25 @@ select c.session_id, c.tool_call_id, coalesce(e.result_content, c.result_content
 from fct_tool_calls as c
 left join stg_events as e on e._source_path = c.result_source_path and e._source_line = c.result_source_line
 """}
+
+
+# What an upgrade computes in SQL for the staged rows it cannot read again (their source is gone from
+# disk; every other source is read again): stg_events.result_head/_chars/_md5 (format 4), what the star
+# reads of a tool output instead of the whole of it. The head is the first RESULT_HEAD_CHARS characters,
+# or, when the first two less are white space, up to the first two others (as extract.events.result_facts).
+_WS = r"[\t\n\x0B\f\r\x{85}\pZ]*"
+_HEAD = (f"case when length(result_content) <= {RESULT_HEAD_CHARS} then result_content "
+         f"when regexp_full_match(left(result_content, {RESULT_HEAD_CHARS - 2}), '{_WS}') "
+         f"then left(result_content, length(regexp_extract(result_content, '^{_WS}')) + 2) "
+         f"else left(result_content, {RESULT_HEAD_CHARS}) end")
+UPGRADE_SQL = [f"update stg_events set result_head = {_HEAD}, result_chars = length(result_content), "
+               "result_md5 = md5(result_content) where result_content is not null and result_md5 is null"]
+
+
+def fill_kept_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """After an upgrade read every source again: the new columns of the rows kept from sources gone from disk."""
+    for sql in UPGRADE_SQL:
+        con.execute(sql)
 
 
 def key_table(con: duckdb.DuckDBPyConnection, name: str, values: list) -> str:

@@ -247,13 +247,13 @@ def test_reading_on_several_cores_loads_exactly_what_one_core_loads(sample_home,
 
 def test_star_rows_built_from_the_trimmed_staging_pull_equal_those_from_all_of_it(sample_home, tmp_path,
                                                                                     monkeypatch):
-    # tool outputs past the prefix the star pulls (transform.star.RESULT_PREFIX): stored once, and a
+    # tool outputs past the head the star reads (stg_events.result_head): stored once, and a
     # `view` whose output starts after 5,000 characters of white space (some not ASCII) still reads as
     # numbered lines, a file touch, exactly as when the star saw all of it
     import json
 
     from pipeline.load import star
-    from pipeline.transform.star import RESULT_PREFIX
+    from pipeline.schema import RESULT_HEAD_CHARS as RESULT_PREFIX
     folder = sample_home / "session-state" / "long-outputs"
     folder.mkdir()
     outputs = {"a": "\n".join(f"{i}. line {i}" for i in range(1, 2000)),
@@ -277,7 +277,7 @@ def test_star_rows_built_from_the_trimmed_staging_pull_equal_those_from_all_of_i
     trimmed, whole = tmp_path / "trimmed.duckdb", tmp_path / "whole.duckdb"
     users = [REPO / "data" / "sample" / "vscode-user"]
     ingest(trimmed, [sample_home], users)
-    monkeypatch.setattr(star, "_staging_projection", lambda prefix=None: {"stg_events": "*"})
+    monkeypatch.setattr(star, "_staging_projection", lambda: {"stg_events": "*"})
     ingest(whole, [sample_home], users)
     assert snapshot(trimmed, STAR_TABLES) == snapshot(whole, STAR_TABLES)
     # fct_tool_calls holds the first 4,096 characters of each, its length and MD5; the view the whole of it
@@ -408,6 +408,34 @@ def test_an_older_warehouse_gets_the_declared_tables_and_columns_it_lacks(sample
     # the dropped model is back, and built (not left empty until some source changes)
     assert rows(wh, "select count(*) from report_model_usage")[0][0] > 0
 
+
+
+def test_a_warehouse_of_an_older_format_is_read_again_and_equals_a_new_one(sample_home, tmp_path):
+    """An upgrade reads every source still on disk again, whole, and rebuilds every session; the rows of a
+    source gone from disk are kept and get the new columns in SQL (format 4: stg_events.result_head,
+    result_chars, result_md5), so the warehouse equals one built anew from the same files."""
+    from pipeline.schema import FORMAT_VERSION
+
+    wh, fresh = tmp_path / "w.duckdb", tmp_path / "fresh.duckdb"
+    ingest(wh, [sample_home])
+    n_sources = rows(wh, "select count(*) from _source_files")[0][0]
+    con = duckdb.connect(str(wh))  # as version 3 left it: no result facts, format 3
+    con.execute("update stg_events set result_head = null, result_chars = null, result_md5 = null")
+    con.execute("update _meta set value = '3' where key = 'format_version'")
+    con.close()
+    ingest(fresh, [sample_home])  # built anew from the same files
+    logs = sorted(sample_home.glob("session-state/*/events.jsonl"), key=lambda p: -p.read_text().count("result"))
+    logs[0].unlink()  # its rows stay (its session is gone from disk): they get the new columns in SQL
+    summary = ingest(wh, [sample_home])
+    assert summary.n_files_read == n_sources - 1 and summary.n_records > 0
+    assert rows(wh, "select value from _meta where key = 'format_version'") == [(str(FORMAT_VERSION),)]
+    assert rows(wh, "select count(*) from stg_events where result_content is not null and result_md5 is null") \
+        == [(0,)]
+    facts = "select result_head, result_chars, result_md5 from stg_events where result_md5 is not null order by all"
+    assert rows(wh, facts) == rows(fresh, facts) and len(rows(fresh, facts)) > 10
+    for table in STAR_TABLES:  # the same rows, but for which sessions are gone from disk
+        sql = f'select *{" exclude (is_gone)" if table == "dim_sessions" else ""} from "{table}" order by all'
+        assert rows(wh, sql) == rows(fresh, sql), table
 
 
 def test_rows_spooled_through_parquet_parts_equal_rows_inserted_directly(sample_home, tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from ..redact import LINE_SCREEN, screen, screen_lines
-from ..schema import COUNT
+from ..schema import COUNT, RESULT_HEAD_CHARS
 from ..vocabulary import (
     ASSISTANT_MESSAGE,
     REASONING_TYPES,
@@ -115,6 +115,7 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
 
     # identifiers come from the same line: on a flagged line they go through the rules too
     ident = (lambda v: redact(_str(v))) if may_hold_secret else _str
+    result_content = redact(result_content)
     row = {
         "session_id": session_id,
         "source_kind": source_kind,
@@ -133,7 +134,7 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
         "arguments": _args_json(args, redact, clean),
         "success": success if isinstance(success, bool) else None,
         "error_message": redact(error_message),
-        "result_content": redact(result_content),
+        "result_content": result_content,
         "parent_tool_call_id": ident(data.get("parentToolCallId")),
         "mcp_server_name": ident(data.get("mcpServerName")),
         "output_tokens": bigint(out_tokens, "outputTokens", problems, COUNT),
@@ -144,6 +145,7 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
         "_source_line": line,
         "_source_offset": offset,
         "_run_id": ctx.run_id,
+        **result_facts(result_content),
     }
     requests = []
     tool_requests = data.get("toolRequests")
@@ -161,6 +163,25 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
                 "_source_path": source_path, "_source_line": line, "_run_id": ctx.run_id,
             })
     return row, requests
+
+
+# white space as the star's test for numbered lines sees it (Unicode White_Space: polars' and RE2's \s
+# with \pZ), which a tool output's head must reach past (see result_facts)
+_WHITE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+
+
+def result_facts(text: str | None) -> dict:
+    """What the star reads of a tool output instead of the whole of it: its length in characters, the
+    MD5 of its UTF-8 bytes and its head - the first RESULT_HEAD_CHARS characters, or up to the first two
+    that are not white space when those come later (a `view` of a file starts with a numbered line). The
+    whole output, already redacted, stays in ``result_content``."""
+    if text is None:
+        return {"result_chars": None, "result_md5": None, "result_head": None}
+    text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")  # as it will be stored
+    head = text if len(text) <= RESULT_HEAD_CHARS else text[:max(RESULT_HEAD_CHARS, len(text) - len(
+        text.lstrip(_WHITE)) + 2)]
+    return {"result_chars": len(text), "result_md5": hashlib.md5(text.encode("utf-8")).hexdigest(),
+            "result_head": head}
 
 
 def _str(v: object) -> str | None:

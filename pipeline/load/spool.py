@@ -164,7 +164,7 @@ class Spool:
             self.parts[table] = n + 1
 
     def load(self) -> None:
-        from ..warehouse import key_table, memory_limit, release_cache
+        from ..warehouse import key_table, release_cache
 
         for (table, column), keys in self.replaced.items():  # one DELETE per table, not one per row
             self.con.execute(f'delete from "{table}" where "{column}" in {key_table(self.con, "_replaced", keys)}')
@@ -187,5 +187,5 @@ class Spool:
                 release_cache(self.con, self.load_memory)  # what this INSERT read and wrote is not read again here
         finally:
             if self.load_memory:
-                self.con.execute(f"set memory_limit = '{memory_limit()}'")
+                release_cache(self.con)  # the usual limit again (set on a connection of its own)
         self.parts = {}

@@ -19,7 +19,7 @@ import duckdb
 
 from ..schema import STAGING, STAR
 from ..vocabulary import SESSION_START, SYSTEM_MESSAGE
-from ..warehouse import RESULT_CHARS, key_table, memory_limit_unless_set, release_cache
+from ..warehouse import RESULT_CHARS, RESULT_HEAD_CHARS, key_table, memory_limit_unless_set, release_cache
 from .spool import Spool, insert
 
 if TYPE_CHECKING:
@@ -60,15 +60,17 @@ def _text_of(event_type: str) -> str:
     return ", ".join(out)
 
 
-def _staging_projection(prefix: int | None = None) -> dict[str, str]:
-    """What the star build selects from each staging table: the event texts as ``_text_columns``
-    says, and of a tool's output its first ``prefix`` characters (``transform.star.result_content_sql``;
-    at least ``RESULT_PREFIX``) with the whole output's length and MD5 (``RESULT_FACTS_SQL``)."""
-    from ..transform.star import RESULT_FACTS_SQL, RESULT_PREFIX, result_content_sql
+def _staging_projection() -> dict[str, str]:
+    """What the star build selects from each staging table: of stg_events the event texts as
+    ``_text_columns`` says, and of a tool's output only its length, MD5 (stored as it was read) and
+    whether it starts with a numbered line (``transform.star.NUMBERED`` over its head): never the text
+    of an output, whose vectors DuckDB would decode whole for every row a session's events share them
+    with (``fill_outputs`` adds what fct_tool_calls holds of it, in SQL)."""
+    from ..transform.star import NUMBERED
 
-    columns = [*_text_columns().values(),
-               f"{result_content_sql(max(prefix or 0, RESULT_PREFIX))} as result_content"]
-    return {"stg_events": "* replace (" + ", ".join(columns) + "), " + RESULT_FACTS_SQL}
+    numbered = "regexp_matches(result_head, '" + NUMBERED.replace("'", "''") + "') as result_numbered"
+    return {"stg_events": "* exclude (result_content, result_head) replace (" + ", ".join(_text_columns().values())
+                          + "), " + numbered}
 
 
 def root_repositories(con: duckdb.DuckDBPyConnection,
@@ -138,15 +140,12 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     """
     if not affected:
         return
-    from ..transform.star import RESULT_SOURCE, build_star
+    from ..transform.star import build_star
 
-    # the star pulls the start of each tool output, with the whole output's length and MD5: a large
-    # output never goes through polars (see transform.star.RESULT_PREFIX). With chars 0, the tool calls
-    # wait in a temp table and get the whole output from its event below, in SQL
-    if chars == 0:
-        con.execute(f"create or replace temp table {_CALLS} as select * from fct_tool_calls limit 0")
+    # the tool calls wait in a temp table: fill_outputs then adds what fct_tool_calls holds of each output
+    con.execute(f"create or replace temp table {_CALLS} as select * from fct_tool_calls limit 0")
     spool = Spool(con, spool_dir, load_memory=memory_limit_unless_set(STAR_LOAD_MEMORY))
-    projection = _staging_projection(chars)
+    projection = _staging_projection()
     present = con.sql("select source_path, session_id from _source_files where is_present").pl()
     in_affected = key_table(con, "_star_affected", affected)
     batches, spans = _batches(con, affected, in_affected)
@@ -163,24 +162,36 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
             building = builder.submit(build_star, stg, root_repos, present)
             del stg
             if built is not None:
-                _store(spool, built, chars)
+                _store(spool, built)
         if building is not None:
-            _store(spool, building.result(), chars)
+            _store(spool, building.result())
     for table in SESSION_TABLES:
         con.execute(f'delete from "{table}" where session_id in {in_affected}')
     con.execute('drop table "_star_batch"')
-    con.execute('drop table "_star_affected"')
     spool.load()
-    if chars == 0:
-        path, line = RESULT_SOURCE
-        con.execute(f"""
-            insert into fct_tool_calls by name
-            select calls.* replace (
-                case when calls.{path} is null then calls.result_content else ev.result_content end as result_content)
-            from {_CALLS} as calls
-            left join stg_events as ev on ev._source_path = calls.{path} and ev._source_line = calls.{line}""")
-        con.execute(f"drop table {_CALLS}")
+    fill_outputs(con, in_affected, chars)
+    con.execute('drop table "_star_affected"')
     _rebuild_memories_of_no_session(con)
+
+
+def fill_outputs(con: duckdb.DuckDBPyConnection, in_affected: str, chars: int) -> None:
+    """The star's tool calls (waiting in ``_CALLS``) into fct_tool_calls, each with the first ``chars``
+    characters of its output (0: all of it) from the completion event it came from (``RESULT_SOURCE``):
+    its stored head, or, past that, the output itself. Only the affected sessions' events are read."""
+    from ..transform.star import RESULT_SOURCE
+
+    path, line = RESULT_SOURCE
+    text = ("ev.result_content" if chars == 0 or chars > RESULT_HEAD_CHARS else "ev.result_head")
+    cut = text if chars == 0 else f"left({text}, {int(chars)})"
+    con.execute(f"""
+        insert into fct_tool_calls by name
+        select calls.* replace (case when calls.{path} is null then calls.result_content else {cut} end
+                                as result_content)
+        from {_CALLS} as calls
+        left join (select _source_path, _source_line, {text.removeprefix("ev.")} from stg_events
+                   where session_id in {in_affected} and result_chars is not null) as ev
+          on ev._source_path = calls.{path} and ev._source_line = calls.{line}""")
+    con.execute(f"drop table {_CALLS}")
 
 
 def _batches(con: duckdb.DuckDBPyConnection, affected: list[str],
@@ -218,18 +229,11 @@ def _span(table: str, batch: list[str], spans: dict[str, tuple[int, int, int]]) 
 _CALLS = "_star_tool_calls"  # this run's tool calls before their outputs are filled in (a temp table)
 
 
-def _store(spool: Spool, star: dict[str, pl.DataFrame], chars: int) -> None:
-    """A batch's star rows into the spool; its tool outputs cut to ``chars`` characters (0: whole, once
-    the temp table ``_CALLS`` they wait in is joined with stg_events)."""
-    import polars as pl
-
+def _store(spool: Spool, star: dict[str, pl.DataFrame]) -> None:
+    """A batch's star rows into the spool; its tool calls into the temp table ``_CALLS``, where
+    ``fill_outputs`` finds them."""
     for table in SESSION_TABLES:
-        frame = star[table]
-        if table == "fct_tool_calls" and chars:
-            frame = frame.with_columns(pl.col("result_content").str.slice(0, chars))
-        elif table == "fct_tool_calls":
-            table = _CALLS
-        spool.add(table, frame.to_arrow())
+        spool.add(_CALLS if table == "fct_tool_calls" else table, star[table].to_arrow())
 
 
 def _rebuild_memories_of_no_session(con: duckdb.DuckDBPyConnection) -> None:

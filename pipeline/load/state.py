@@ -159,9 +159,10 @@ class SourceState:
         return Plan(src, fp, size, known), set()
 
     def forget_fingerprints(self) -> None:
-        """Every source is read again on this run (an upgrade from an older format)."""
+        """Every source is read again, and read whole, on this run (an upgrade from an older format)."""
         self.con.execute("update _source_files set fingerprint = '', last_good_offset = 0, good_line = 1, "
                          "tail_digest = null")
+        self.known = self._known()
 
     # ------------------------------------------------------------------------------ applying a read
     def apply(self, read: Read, plan: Plan) -> set[str]:

@@ -100,27 +100,14 @@ EVENT_TEXT_USED = {
 EVENT_TEXT_SQL = {
     "content": {SYSTEM_MESSAGE: r"regexp_extract(content, 'Current working directory: *[^\r\n]+', 0)"},
 }
-# A tool's output (result_content, up to megabytes) is never pulled through polars whole: the star
-# reads only whether it is there and how it starts (a `view` of a folder lists entries, not numbered
-# lines), so it gets the first RESULT_PREFIX characters - all of them when those are only white space,
-# so that the `^\s*1[.:|]` test below sees the same text (the first two characters after the white
-# space are within the prefix) - with the whole output's length and MD5 (``RESULT_FACTS_SQL``).
+# A tool's output (result_content, up to megabytes) is never pulled out of staging: the star reads its
+# length and MD5 (stg_events.result_chars, result_md5) and whether it starts with a numbered line (a
+# `view` of a folder lists entries, not numbered lines), tested on its head (stg_events.result_head,
+# which reaches past leading white space) with NUMBERED as the pull selects it (``result_numbered``).
 # fct_tool_calls keeps the path and line of the completion event it took the output from
-# (``RESULT_SOURCE``): the whole output is stored once, in stg_events, and fct_tool_calls holds its
-# first ``warehouse.result_chars()`` characters (load/star.py cuts them, or fills in the whole text
-# from stg_events in SQL when that setting is 0).
-RESULT_PREFIX = 4096
-
-
-def result_content_sql(prefix: int = RESULT_PREFIX) -> str:
-    """The SQL of the start of a tool's output the star pulls: its first ``prefix`` characters, or all of
-    it when the first ``prefix - 2`` are white space."""
-    return (f"case when length(result_content) <= {prefix} or regexp_full_match("
-            f"left(result_content, {prefix - 2}), '[\\t\\n\\x0B\\f\\r\\x{{85}}\\pZ]*') "
-            f"then result_content else left(result_content, {prefix}) end")
-
-
-RESULT_FACTS_SQL = "length(result_content)::bigint as result_chars, md5(result_content) as result_md5"
+# (``RESULT_SOURCE``): load/star.py fills in its first ``warehouse.result_chars()`` characters from
+# stg_events in SQL. A frame built by hand may hold the whole output instead: read from it here.
+NUMBERED = r"^[\t\n\x0B\f\r\x{85}\pZ]*1[.:|]"
 RESULT_SOURCE = ("result_source_path", "result_source_line")
 
 
@@ -204,24 +191,26 @@ def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
                       pl.col("arguments").alias("start_args"), pl.col("model").alias("start_model"),
                       pl.col("mcp_server_name").alias("start_mcp"), pl.col("turn_index").alias("start_turn"),
                       pl.col("parent_tool_call_id").alias("start_parent"), pl.col("at").alias("started_at")))
-    has_output = pl.col("result_content").is_not_null()
+    if "result_content" in ev.columns:  # a frame built by hand holds the whole output: its facts from it
+        text = pl.col("result_content")
+        md5 = text.map_elements(lambda t: hashlib.md5(t.encode()).hexdigest(), return_dtype=pl.String, skip_nulls=True)
+        ev = ev.with_columns(text.str.len_chars().cast(pl.Int64).alias("result_chars"), md5.alias("result_md5"),
+                             text.str.contains(NUMBERED).alias("result_numbered"))
+    else:  # pulled from staging (load/star.py): the facts were pulled, the text is filled in after
+        ev = ev.with_columns(pl.lit(None, pl.String).alias("result_content"))
+    has_output = pl.col("result_chars").is_not_null()
     source = [pl.when(has_output).then(pl.col(c)).alias(to) for c, to in zip(("_source_path", "_source_line"),
                                                                                RESULT_SOURCE, strict=True)] \
         if "_source_line" in ev.columns else [pl.lit(None, pl.String).alias(RESULT_SOURCE[0]),
                                               pl.lit(None, pl.Int64).alias(RESULT_SOURCE[1])]
-    # the whole output's length and MD5, computed in SQL where staging is pulled (RESULT_FACTS_SQL); a
-    # frame without them (built by hand, or pulled whole) holds the whole output: computed from it here
-    facts = ["result_chars", "result_md5"] if "result_md5" in ev.columns else [
-        pl.col("result_content").str.len_chars().cast(pl.Int64).alias("result_chars"),
-        pl.col("result_content").map_elements(lambda t: hashlib.md5(t.encode()).hexdigest(), return_dtype=pl.String,
-                                              skip_nulls=True).alias("result_md5")]
     done = (ev.filter(pl.col("event_type").is_in(TOOL_COMPLETIONS))
             .with_columns(pl.coalesce("tool_call_id", pl.format("done-{}", "event_index")).alias("tool_call_id"))
             .unique(["session_id", "tool_call_id"], keep="last", maintain_order=True)
             .select("session_id", "tool_call_id", pl.col("tool_name").alias("done_name"),
                     pl.col("arguments").alias("done_args"), pl.col("model").alias("done_model"),
                     pl.col("turn_index").alias("done_turn"), pl.col("parent_tool_call_id").alias("done_parent"),
-                    pl.col("success").alias("is_success"), "error_message", "result_content", *facts,
+                    pl.col("success").alias("is_success"), "error_message", "result_content", "result_chars",
+                    "result_md5", "result_numbered",
                     pl.col("at").alias("completed_at"), *source))
     keys = pl.concat([f.select("session_id", "tool_call_id") for f in (req, starts, done)]).unique()
     calls = (keys.join(req, on=["session_id", "tool_call_id"], how="left")
@@ -233,7 +222,7 @@ def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce("start_name", "req_name", "done_name").alias("tool_name"),
         pl.coalesce("start_mcp", "req_mcp").alias("mcp_server_name"),
         pl.coalesce("start_args", "req_args", "done_args").alias("arguments"),
-        "is_success", "error_message", "result_content", "result_chars", "result_md5",
+        "is_success", "error_message", "result_content", "result_chars", "result_md5", "result_numbered",
         pl.coalesce("req_model", "start_model", "done_model").alias("model"),
         pl.coalesce("start_parent", "done_parent").alias("parent_tool_call_id"),
         "requested_at",
@@ -440,12 +429,12 @@ def file_touches(calls: pl.DataFrame, store_files: pl.DataFrame, sess: pl.DataFr
     from_calls = calls.select(
         "session_id", "tool_call_id", file_path_arg(pl.col("arguments")).alias("raw_path"),
         file_action(pl.col("tool_name"), pl.col("arguments")).alias("action"),
-        pl.coalesce("started_at", "completed_at").alias("at"), "result_content", "is_success",
+        pl.coalesce("started_at", "completed_at").alias("at"), "result_numbered", "is_success",
     ).filter(pl.col("raw_path").is_not_null() & pl.col("action").is_not_null())
     from_edits = ev.filter(pl.col("event_type") == FILE_EDITED).select(
         "session_id", pl.lit(None, pl.String).alias("tool_call_id"),
         pl.col("arguments").str.json_path_match("$.path").alias("raw_path"), pl.lit("edit").alias("action"),
-        "at", pl.lit(None, pl.String).alias("result_content"), pl.lit(None, pl.Boolean).alias("is_success"),
+        "at", pl.lit(None, pl.Boolean).alias("result_numbered"), pl.lit(None, pl.Boolean).alias("is_success"),
     ).filter(pl.col("raw_path").is_not_null())
     # an edited-file event repeats what an edit tool call of the same request already did: add only new ones
     from_edits = from_edits.join(from_calls.select("session_id", "raw_path", "action"),
@@ -454,7 +443,7 @@ def file_touches(calls: pl.DataFrame, store_files: pl.DataFrame, sess: pl.DataFr
     from_store = store_files.filter(pl.col("file_path").is_not_null()).select(
         "session_id", pl.lit(None, pl.String).alias("tool_call_id"), pl.col("file_path").alias("raw_path"),
         pl.coalesce(file_action(pl.col("tool_name"), pl.lit("{}")), pl.lit("edit")).alias("action"),
-        parse_ts(pl.col("first_seen_at")).alias("at"), pl.lit(None, pl.String).alias("result_content"),
+        parse_ts(pl.col("first_seen_at")).alias("at"), pl.lit(None, pl.Boolean).alias("result_numbered"),
         pl.lit(None, pl.Boolean).alias("is_success"))
     both = pl.concat([from_calls.with_columns(pl.lit(0).alias("_prio")),
                       from_store.with_columns(pl.lit(1).alias("_prio"))]).join(proj, on="session_id", how="left")
@@ -468,7 +457,7 @@ def file_touches(calls: pl.DataFrame, store_files: pl.DataFrame, sess: pl.DataFr
     folder_view = ((pl.col("action") == "view") & (pl.col("path") == "")) | (
         (pl.col("action") == "view") & pl.col("is_success").fill_null(False)
         & ~pl.col("path").str.contains(r"(?:^|/)[^/.][^/]*\.[A-Za-z0-9]+$")
-        & pl.col("result_content").is_not_null() & ~pl.col("result_content").str.contains(r"^\s*1[.:|]"))
+        & pl.col("result_numbered").is_not_null() & ~pl.col("result_numbered"))
     both = both.filter(pl.col("path").is_not_null() & ~folder_view)
     call_files = both.filter((pl.col("_prio") == 0) & pl.col("tool_call_id").is_not_null()) \
         .select("session_id", "tool_call_id", "file_id", "action") \
