@@ -523,13 +523,14 @@ MODELS = MARTS + [
     _t(
         "report_file_coupling", "one row per pair of files changed in the same sessions",
         ["file_id_a", "file_id_b"],
-        "Temporal coupling (as code-maat): files edited or created in the same sessions.",
+        "Temporal coupling (as code-maat): files edited or created in the same sessions; a session that changed "
+        "more than 30 files is left out (code-maat's --max-changeset-size).",
         ("project_id", "VARCHAR", "Project."),
         ("file_id_a", "VARCHAR", "First file (smaller path)."), ("path_a", "VARCHAR", ""),
         ("file_id_b", "VARCHAR", "Second file."), ("path_b", "VARCHAR", ""),
-        ("shared_sessions", "INTEGER", "Sessions that changed both."),
-        ("n_sessions_a", "INTEGER", "Sessions that changed a."),
-        ("n_sessions_b", "INTEGER", "Sessions that changed b."),
+        ("shared_sessions", "INTEGER", "Sessions that changed both (of at most 30 files each)."),
+        ("n_sessions_a", "INTEGER", "Sessions that changed a (of at most 30 files each)."),
+        ("n_sessions_b", "INTEGER", "Sessions that changed b (of at most 30 files each)."),
         ("degree", "DOUBLE", "100 * shared / average(n_sessions_a, n_sessions_b)."),
     ),
     _t(

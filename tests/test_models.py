@@ -39,6 +39,26 @@ def test_file_coupling(crafted):
         ("p1", "f2", "src/lexer.py", "f1", "src/parser.py", 1, 2, 1, 66.67)]
 
 
+@pytest.mark.parametrize("changed,kept", [(30, True), (31, False)])
+def test_a_session_that_changed_more_than_30_files_couples_none_of_them(crafted, changed, kept):
+    # code-maat's --max-changeset-size: s4 edits f1, f2 and more files of p1; it counts only up to 30 files
+    extra = [(f"x{i}", f"src/gen/file{i:02d}.py") for i in range(changed - 2)]
+    crafted.executemany("insert into int_session_files values ('s4', ?, 'p1', ?, true)",
+                        [("f1", "src/parser.py"), ("f2", "src/lexer.py"), *extra])
+    crafted.executemany("insert into fct_file_touches (session_id, file_id, action, n_touches) "
+                        "values ('s4', ?, 'edit', 1)",
+                        [["f1"], ["f2"], *[[f] for f, _ in extra]])
+    crafted.execute("insert into dim_sessions (session_id, project_id, root_path) values ('s4', 'p1', '/r/compiler')")
+    run_models(crafted)
+    f1_f2 = q(crafted, "select shared_sessions, n_sessions_a, n_sessions_b from report_file_coupling "
+                       "where file_id_a = 'f2' and file_id_b = 'f1'")
+    n_pairs = q(crafted, "select count(*) from report_file_coupling")[0][0]
+    if kept:  # s4 shares f1 and f2 with s1, and couples its 30 files pairwise
+        assert f1_f2 == [(2, 3, 2)] and n_pairs == 30 * 29 // 2
+    else:  # left out: as without s4
+        assert f1_f2 == [(1, 2, 1)] and n_pairs == 1
+
+
 def test_topics_are_code_aware_and_tf_idf_weighted(crafted):
     # "parser": title 2 + prompt 2x1 + checkpoint title 2 + overview 1 = 7, in 1 of 3 sessions: 7 * ln(4)
     assert q(crafted, "select project_id, term, weight, rank, n_sessions from report_topics "

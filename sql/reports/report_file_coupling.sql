@@ -1,5 +1,8 @@
 -- report_file_coupling: one row per pair of files edited or created in the same sessions
--- (temporal coupling as in code-maat): degree = 100 * shared / average(n_sessions_a, n_sessions_b)
+-- (temporal coupling as in code-maat): degree = 100 * shared / average(n_sessions_a, n_sessions_b).
+-- As code-maat's --max-changeset-size (default 30), a session that changed more than 30 files is left
+-- out: a bulk edit couples everything, and its pairs grow as the square of its files (one session
+-- editing 8,000 files made 33 million pairs and took a minute)
 with
 
 file_touches as (
@@ -10,7 +13,7 @@ files as (
     select * from dim_files
 ),
 
-changes as (
+all_changes as (
     select distinct
         touches.session_id,
         touches.file_id,
@@ -21,11 +24,17 @@ changes as (
     where touches.action in ('edit', 'create') and files.is_in_project
 ),
 
+changesets as (
+    select *
+    from all_changes
+    qualify count(*) over (partition by session_id) <= 30
+),
+
 sessions_per_file as (
     select
         file_id,
         count(*)::integer as n_sessions
-    from changes
+    from changesets
     group by file_id
 ),
 
@@ -37,8 +46,8 @@ pairs as (
         b.file_id as file_id_b,
         b.path as path_b,
         count(*)::integer as shared_sessions
-    from changes as a
-    inner join changes as b
+    from changesets as a
+    inner join changesets as b
         on a.session_id = b.session_id and a.project_id = b.project_id and a.path < b.path
     group by a.project_id, a.file_id, a.path, b.file_id, b.path
 ),
