@@ -123,6 +123,8 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
                 for read in batch.reads:
                     redactions.update(read.redactions)
                     affected |= state.apply(read, plan_of[read.source])
+                    for table, part, n_rows in read.result.parts if read.result else ():
+                        summary.n_records += spool.add_part(table, part, n_rows)
                     done += 1
                     tell(done, len(jobs), "reading")
                 for table, rows in batch.tables.items():  # the rows of all the batch's sources, in order

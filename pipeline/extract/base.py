@@ -52,6 +52,7 @@ class Prior:
 @dataclass
 class ReadResult:
     rows: dict[str, list[dict]] = field(default_factory=dict)
+    parts: list[tuple[str, str, int]] = field(default_factory=list)  # (table, Parquet file, rows) spilled
     rejects: list[dict] = field(default_factory=list)
     last_good_offset: int = 0
     good_line: int = 1
@@ -95,6 +96,10 @@ class Context:
     redact: Redactor
     max_text: int = MAX_TEXT_CHARS
     scratch: str | None = None  # a private folder for copies (of live databases); None: the system's temp folder
+    # what a reader of a large source calls as it goes, with its result and the bytes read since: the rows
+    # read so far may leave memory (``parallel`` writes them to Parquet parts in ``scratch``); by default
+    # they stay
+    spill: Callable[[ReadResult, int], None] = lambda _res, _nbytes: None
 
     def excerpt(self, text: str | bytes | None) -> str:
         """The start of a record for a _rejects row: redacted before it is cut, so a secret that

@@ -37,12 +37,11 @@ from .base import (
     keep,
     load_json_file,
     ordered_json,
-    read_bytes,
     reader,
     scrub,
     to_json,
 )
-from .jsonl import ReadState, Record, iter_jsonl
+from .jsonl import Budget, ReadState, Record, iter_jsonl, windows
 
 log = logging.getLogger(__name__)
 
@@ -206,40 +205,51 @@ def _args_json(args: object, redact: Callable, clean: Callable) -> str | None:
 
 def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kind: str) -> ReadResult:
     res = ReadResult()
-    start, start_line, index = 0, 1, 0
+    start, line, index = 0, 1, 0
     if prior is not None and prior.last_good_offset and _is_append(source.path, prior):
-        start, start_line, index = prior.last_good_offset, prior.good_line, prior.n_records
+        start, line, index = prior.last_good_offset, prior.good_line, prior.n_records
         res.appended = True
-    data = read_bytes(source.path, start)  # a grown log: only the new bytes
-    state = ReadState(start, start_line)
     sid = source.session_id
-    # one RE2 scan of the file's bytes finds the physical lines that may hold a secret or a forbidden
-    # key; an event on such a line is searched for each of the two, and the rules and the scrubbing
-    # walk run only where they are needed (a text lies within its event's bytes, so a screen match
-    # for it does too)
-    starts = [0]
-    nl = data.find(b"\n")
-    while nl != -1:
-        starts.append(nl + 1)
-        nl = data.find(b"\n", nl + 1)
     may_secret = screen() if ctx.redact.enabled else None
     may_forbidden = screen(FORBIDDEN_SCREEN)
-    flagged = screen_lines(data, starts, _SCREEN_BOTH if may_secret else FORBIDDEN_SCREEN)
-    n_starts = len(starts)
-    for item in iter_jsonl(data, 0, start_line, state, base=start):
-        if isinstance(item, Record):
-            first = item.line - start_line
-            last = first + item.n_lines
-            end = starts[last] if last < n_starts else len(data)
-            raw = data[starts[first]:end]
-            hits = (False, False)
-            if flagged and any(i in flagged for i in range(first, last)):
-                hits = (bool(may_secret and may_secret(raw)), bool(may_forbidden(raw)))
-            if record_rows(res, item.obj, raw, hits, note=item.note, line=item.line, offset=item.offset,
-                           index=index, session_id=sid, source_kind=source_kind, path=source.path, ctx=ctx):
-                index += 1
-        else:
-            res.reject(source.path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
+    budget = Budget()
+    pieces = windows(source.path, start)  # a grown log: only the new bytes; a large one a piece at a time
+    piece = next(pieces)
+    while True:
+        base, data, final = piece
+        state = ReadState(base, line)
+        # one RE2 scan of the piece's bytes finds the physical lines that may hold a secret or a forbidden
+        # key; an event on such a line is searched for each of the two, and the rules and the scrubbing
+        # walk run only where they are needed (a text lies within its event's bytes, so a screen match
+        # for it does too)
+        starts = [0]
+        nl = data.find(b"\n")
+        while nl != -1:
+            starts.append(nl + 1)
+            nl = data.find(b"\n", nl + 1)
+        flagged = screen_lines(data, starts, _SCREEN_BOTH if may_secret else FORBIDDEN_SCREEN)
+        n_starts = len(starts)
+        for item in iter_jsonl(data, 0, line, state, base=base, final=final, budget=budget):
+            if isinstance(item, Record):
+                first = item.line - line
+                last = first + item.n_lines
+                end = starts[last] if last < n_starts else len(data)
+                raw = data[starts[first]:end]
+                hits = (False, False)
+                if flagged and any(i in flagged for i in range(first, last)):
+                    hits = (bool(may_secret and may_secret(raw)), bool(may_forbidden(raw)))
+                if record_rows(res, item.obj, raw, hits, note=item.note, line=item.line, offset=item.offset,
+                               index=index, session_id=sid, source_kind=source_kind, path=source.path, ctx=ctx):
+                    index += 1
+            else:
+                res.reject(source.path, item.reason, line=item.line, offset=item.offset,
+                           excerpt=ctx.excerpt(item.excerpt))
+        del data, starts, flagged
+        if final:
+            break
+        ctx.spill(res, state.good_offset - base)  # a log read in pieces: its rows leave memory as it goes
+        line = state.good_line
+        piece = pieces.send(state.good_offset)
     res.last_good_offset, res.good_line, res.pending_tail = state.good_offset, state.good_line, state.pending_tail
     res.n_records = index
     return res

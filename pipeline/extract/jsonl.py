@@ -99,6 +99,24 @@ class ReadState:
     good_offset: int
     good_line: int
     pending_tail: bool = False  # an unterminated last line was left for the next run
+    more: bool = False  # not the end of the file: stopped at a line that may join lines not read yet
+
+
+class Budget:
+    """What rejoining broken events may still spend in one file (bytes parsed and parses), shared by
+    the windows a large file is read in."""
+
+    def __init__(self):
+        self.bytes, self.parses = JOIN_BUDGET, JOIN_PARSES
+
+    def spend(self, nbytes: int) -> bool:
+        self.bytes -= nbytes
+        self.parses -= 1
+        return self.left
+
+    @property
+    def left(self) -> bool:
+        return self.bytes > 0 and self.parses > 0
 
 
 def _loads(raw: bytes):
@@ -153,14 +171,18 @@ def excerpt_of(raw: bytes, n: int = 3200) -> str:
 
 
 def iter_jsonl(
-    data: bytes, start_offset: int = 0, start_line: int = 1, state: ReadState | None = None, base: int = 0
+    data: bytes, start_offset: int = 0, start_line: int = 1, state: ReadState | None = None, base: int = 0,
+    final: bool = True, budget: Budget | None = None,
 ) -> Iterator[Record | Reject]:
     """Yield records and rejects from ``data[start_offset:]``; fill ``state`` with the resume point.
 
-    ``base`` is the file offset ``data`` starts at (a log read from its last good offset):
-    every offset reported is a file offset.
+    ``base`` is the file offset ``data`` starts at (a log read from its last good offset, or a window
+    of a large log): every offset reported is a file offset. ``final``: ``data`` runs to the end of the
+    file; else it ends with a whole line, and reading stops (``state.more``) at a line that does not
+    parse and might be an event broken over lines that run past ``data`` (``windows`` reads on from
+    there). ``budget``: what rejoining may spend in the whole file (a new one per call by default).
     """
-    for item in _iter(data, start_offset, start_line, state, base == 0):
+    for item in _iter(data, start_offset, start_line, state, base == 0, final, budget or Budget()):
         if base:
             item.offset += base
         yield item
@@ -168,21 +190,48 @@ def iter_jsonl(
         state.good_offset += base
 
 
-class _Joins:
-    """What rejoining broken events may still spend in one file, and where a line ends with ``}``
-    (found once, when the first broken line needs it)."""
+WINDOW_BYTES = 32 * 1024 * 1024  # a log is read this much at a time (more: its longest line, a join's reach)
 
-    def __init__(self, data: bytes):
-        self.data, self.bytes, self.parses, self._ends, self._newlines = data, JOIN_BUDGET, JOIN_PARSES, None, None
+
+def windows(path: str, start: int = 0, size: int | None = None) -> Iterator[tuple[int, bytes, bool]]:
+    """A file from ``start`` in pieces of about ``size`` bytes, each ending with a whole line except the
+    last: (file offset of the piece, its bytes, whether it runs to the end of the file). Memory is bounded
+    by the piece, the longest line and how far a broken event may be rejoined (``MAX_JOIN_BYTES``), not by
+    the file. The caller tells where the next piece starts with ``send(offset)`` (where it stopped reading
+    lines, at or before the piece's end); without it, right after the piece."""
+    size = size or WINDOW_BYTES
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        pos, held = start, b""
+        while True:
+            chunk = fh.read(size)
+            data = held + chunk
+            if len(chunk) < size:  # the end of the file
+                yield pos, data, True
+                return
+            cut = data.rfind(b"\n") + 1
+            if not cut:  # a line longer than the piece so far: read on
+                held = data
+                continue
+            resume = yield pos, data[:cut], False
+            resume = pos + cut if resume is None else resume
+            held = data[resume - pos:]
+            pos = resume
+
+
+class _Joins:
+    """What rejoining broken events may still spend (the file's ``Budget``), and where a line of ``data``
+    ends with ``}`` (found once, when the first broken line needs it)."""
+
+    def __init__(self, data: bytes, budget: Budget):
+        self.data, self.budget, self._ends, self._newlines = data, budget, None, None
 
     def spend(self, nbytes: int) -> bool:
-        self.bytes -= nbytes
-        self.parses -= 1
-        return self.bytes > 0 and self.parses > 0
+        return self.budget.spend(nbytes)
 
     @property
     def left(self) -> bool:
-        return self.bytes > 0 and self.parses > 0
+        return self.budget.left
 
     def ends_after(self, offset: int):
         """Offsets of the newlines that end a line ending with ``}``, after ``offset``, in order."""
@@ -198,15 +247,16 @@ class _Joins:
         return bisect.bisect_left(self._newlines, stop) - bisect.bisect_left(self._newlines, start)
 
 
-def _iter(data: bytes, start_offset: int, start_line: int, state: ReadState | None, at_file_start: bool):
+def _iter(data: bytes, start_offset: int, start_line: int, state: ReadState | None, at_file_start: bool,
+          final: bool, file_budget: Budget):
     n = len(data)
-    budget = _Joins(data)
+    budget = _Joins(data, file_budget)
     pos = start_offset
     line_no = start_line
     if pos == 0 and at_file_start and data.startswith(_BOM):
         pos = len(_BOM)
     good_offset, good_line = pos, line_no
-    pending = False
+    pending = more = False
 
     while pos < n:
         nl = data.find(b"\n", pos)
@@ -246,6 +296,11 @@ def _iter(data: bytes, start_offset: int, start_line: int, state: ReadState | No
             good_offset, good_line = pos, line_no
             continue
 
+        # a broken event may run past this window: read on from here, with more of the file after it
+        if not final and raw.startswith(b"{") and n - end <= MAX_JOIN_BYTES and budget.left:
+            more = True
+            break
+
         # 2) one event broken over several physical lines by literal newlines (copilot-cli #2649)
         joined = _join_following(data, pos, end, terminated, raw, budget)
         if joined is not None:
@@ -265,7 +320,7 @@ def _iter(data: bytes, start_offset: int, start_line: int, state: ReadState | No
         good_offset, good_line = pos, line_no
 
     if state is not None:
-        state.good_offset, state.good_line, state.pending_tail = good_offset, good_line, pending
+        state.good_offset, state.good_line, state.pending_tail, state.more = good_offset, good_line, pending, more
 
 
 def _split_glued(raw: bytes, budget: _Joins):

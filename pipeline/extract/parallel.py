@@ -8,14 +8,17 @@ sources (``_batches``), so what is loaded, and in which order, does not depend o
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..parts import write_part
 from ..processes import stop_pool, worker_init
 from ..redact import Redactor, stored_path
 from ..schema import INT32, INT64, TABLES, to_arrow
@@ -73,23 +76,69 @@ def _to_ipc(table: pa.Table) -> pa.Buffer:
     return sink.getvalue()
 
 
+SPILL_BYTES = 32 * 1024 * 1024  # a large source's rows are written out once this much of it was read
+_SPILLED = itertools.count()  # parts this process wrote (names unique in the run's scratch folder)
+
+
+class _Spill:
+    """What a reader of a large source hands over as it goes (``Context.spill``): the rows read so far,
+    redacted and converted, written to Parquet parts in the scratch folder (``ReadResult.parts``) and
+    dropped from memory. The main process moves the parts into its spool."""
+
+    def __init__(self, source: Source, ctx: Context, enabled: bool):
+        self.source, self.ctx, self.enabled = source, ctx, enabled
+        self.n_rows, self.sessions, self.files, self.held = 0, set(), [], 0
+
+    def __call__(self, res: ReadResult, nbytes: int) -> None:
+        """``nbytes``: how much of the source was read since the last call; the rows are written once
+        they come from SPILL_BYTES of it (fewer, larger parts)."""
+        self.held += nbytes
+        if self.ctx.scratch is None or self.held < SPILL_BYTES or not any(res.rows.values()):
+            return
+        self.held = 0
+        _redact_table_rows(res.rows, self.ctx, self.enabled)
+        for table, rows in res.rows.items():
+            if not rows:
+                continue
+            self.sessions.update(r["session_id"] for r in rows if r.get("session_id"))
+            tbl = _to_arrow_safe(table, rows, lambda row, reason: _note_in(res, self.source, row, reason))
+            path = os.path.join(self.ctx.scratch, f"spill-{os.getpid()}-{next(_SPILLED):06d}-{table}.parquet")
+            write_part(tbl, path)
+            self.files.append(path)
+            res.parts.append((table, path, tbl.num_rows))
+            self.n_rows += tbl.num_rows
+        res.rows = {}
+
+    def discard(self) -> None:
+        """The source could not be read after all: its parts go (its earlier rows are kept)."""
+        for path in self.files:
+            with suppress(OSError):
+                os.unlink(path)
+
+
 def _read_one(source: Source, prior: Prior | None, run_id: str, redact: bool,
               scratch: str | None = None) -> tuple[Read, dict[str, list[dict]]]:
     redactor = Redactor(enabled=redact)
     ctx = Context(run_id=run_id, redact=redactor, max_text=max_text_chars(), scratch=scratch)
+    spill = ctx.spill = _Spill(source, ctx, redact)
     try:
         res = READERS[source.kind](source, ctx, prior)
     except OSError as exc:  # the file as a whole: gone, no permission, a full temp folder, ...
+        spill.discard()
         return Read(source, None, 0, set(), f"could not be read: {exc.strerror or exc}", dict(redactor.counts)), {}
     except Exception as exc:  # noqa: BLE001 - a reader that fails on some content: the file is one reject
+        spill.discard()
         return Read(source, None, 0, set(), f"could not be read: {type(exc).__name__}: {exc}",
                     dict(redactor.counts)), {}
     _redact_rows(res, ctx, redact)
+    if res.skipped_reason:
+        spill.discard()
+        res.parts = []
     rows = {} if res.skipped_reason else res.rows
     res.rows = {}
-    sessions = {r["session_id"] for rs in rows.values() for r in rs if r.get("session_id")}
+    sessions = spill.sessions | {r["session_id"] for rs in rows.values() for r in rs if r.get("session_id")}
     tail = tail_digest(source.path, res.last_good_offset) if source.kind in APPEND_KINDS else None
-    n_rows = sum(len(rs) for rs in rows.values())
+    n_rows = spill.n_rows + sum(len(rs) for rs in rows.values())
     return Read(source, res, n_rows, sessions, None, dict(redactor.counts), tail), rows
 
 
@@ -102,7 +151,17 @@ def _redact_rows(res: ReadResult, ctx: Context, enabled: bool) -> None:
     """Every text a reader produced goes through redaction before it is stored: metadata, paths,
     ids, store rows, rejects (reasons and excerpts too). Paths and ids become valid UTF-8."""
     redact = ctx.redact if enabled else (lambda v: v)
-    for table, rows in res.rows.items():
+    _redact_table_rows(res.rows, ctx, enabled)
+    for r in res.rejects:
+        r["source_path"] = stored_path(r["source_path"], enabled)
+        for key in ("reason", "excerpt"):
+            if isinstance(r.get(key), str):
+                r[key] = redact(r[key].encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+
+
+def _redact_table_rows(tables: dict[str, list[dict]], ctx: Context, enabled: bool) -> None:
+    redact = ctx.redact if enabled else (lambda v: v)
+    for table, rows in tables.items():
         if table in _SCREENED:
             for row in rows:
                 for key in ("session_id", "_source_path"):
@@ -113,11 +172,6 @@ def _redact_rows(res: ReadResult, ctx: Context, enabled: bool) -> None:
             for key, value in row.items():
                 if isinstance(value, str):
                     row[key] = stored_path(value, enabled) if key in ("_source_path", "session_id") else redact(value)
-    for r in res.rejects:
-        r["source_path"] = stored_path(r["source_path"], enabled)
-        for key in ("reason", "excerpt"):
-            if isinstance(r.get(key), str):
-                r[key] = redact(r[key].encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
 
 
 def read_batch(jobs: list[tuple[Source, Prior | None]], run_id: str, redact: bool,
@@ -128,34 +182,36 @@ def read_batch(jobs: list[tuple[Source, Prior | None]], run_id: str, redact: boo
         reads.append(read)
         for table, rs in got.items():
             rows.setdefault(table, []).extend(rs)
-    tables = {}
-    for table, rs in rows.items():
-        if rs:
-            tables[table] = _to_arrow_safe(table, rs, reads)
+    by_path = {stored_path(r.source.path): r for r in reads if r.result is not None}
+
+    def note(row: dict, reason: str) -> None:
+        read = by_path.get(row.get("_source_path"))
+        if read is not None:
+            _note_in(read.result, read.source, row, reason)
+    tables = {table: _to_arrow_safe(table, rs, note) for table, rs in rows.items() if rs}
     return Batch(reads, tables)
 
 
-def _to_arrow_safe(table: str, rows: list[dict], reads: list[Read]) -> pa.Table:
+def _to_arrow_safe(table: str, rows: list[dict], note: Callable[[dict, str], None]) -> pa.Table:
     """The rows as an Arrow table; when some row has a value its column cannot hold (a reader missed
     it), the rows are converted one by one: a value out of range becomes NULL with a note, a row that
-    still fails is a reject of its own, and every other row is kept."""
+    still fails is a reject of its own (``note(row, reason)``), and every other row is kept."""
     try:
         return to_arrow(table, rows)
     except Exception:  # noqa: BLE001 - pyarrow's errors vary; the rows are examined one by one below
         pass
     import pyarrow as pa
 
-    by_path = {stored_path(r.source.path): r for r in reads if r.result is not None}
     kept = []
     for row in rows:
         notes = _fit(table, row)
         try:
             to_arrow(table, [row])
         except Exception as exc:  # noqa: BLE001
-            _note(by_path, row, f"{table} row could not be stored: {type(exc).__name__}: {exc}")
+            note(row, f"{table} row could not be stored: {type(exc).__name__}: {exc}")
             continue
         if notes:
-            _note(by_path, row, f"{table} row kept; {'; '.join(notes)}")
+            note(row, f"{table} row kept; {'; '.join(notes)}")
         kept.append(row)
     return to_arrow(table, kept) if kept else pa.Table.from_pylist([], schema=to_arrow(table, []).schema)
 
@@ -184,14 +240,11 @@ def _fit(table: str, row: dict) -> list[str]:
     return notes
 
 
-def _note(by_path: dict[str, Read], row: dict, reason: str) -> None:
-    read = by_path.get(row.get("_source_path"))
-    if read is None:
-        return
+def _note_in(res: ReadResult, source: Source, row: dict, reason: str) -> None:
+    """A reject row in ``res`` for a staged row that did not fit (at its line, when it has one)."""
     line = row.get("_source_line") if isinstance(row.get("_source_line"), int) else None
-    read.result.reject(read.source.path, Redactor()(reason), line=line,
-                       offset=row.get("_source_offset") if line else None)
-    read.result.rejects[-1]["source_path"] = stored_path(read.source.path)
+    res.reject(source.path, Redactor()(reason), line=line, offset=row.get("_source_offset") if line else None)
+    res.rejects[-1]["source_path"] = stored_path(source.path)
 
 
 def _to_read(src: Source, prior: Prior | None, size: int) -> int:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from ..parts import write_part
 from ..schema import to_arrow
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ class Spool:
 
     ROW_BYTES = 256  # what a small bookkeeping row (a dict) is counted as
     PART_BYTES = 64 * 1024 * 1024
-    ROW_GROUP_BYTES = 4 * 1024 * 1024
+    LOAD_FILES = 64
 
     def __init__(self, con: duckdb.DuckDBPyConnection, folder: Path, limit_bytes: int | None = None,
                  load_memory: str | None = None):
@@ -150,18 +151,23 @@ class Spool:
         taken = self._take()
         if not taken:
             return
-        import pyarrow.parquet as pq
-
         for table, tbl in taken.items():
-            n = self.parts.get(table, 0)
-            (self.folder / table).mkdir(parents=True, exist_ok=True)
-            # uncompressed: written twice as fast, read back once, deleted right after. Row groups of
-            # about ROW_GROUP_BYTES: DuckDB reads a Parquet row group whole, and pyarrow's default (a
-            # million rows) made each part one 64 MB group that DuckDB's INSERT held while it wrote
-            # (1 GB `outputs` corpus: the INSERT of stg_events 5.0 -> 2.7 s, its peak RSS 1.17 -> 0.59 GB)
-            rows = max(1, tbl.num_rows * self.ROW_GROUP_BYTES // max(1, tbl.nbytes))
-            pq.write_table(tbl, self.folder / table / f"part-{n:05d}.parquet", compression="none", row_group_size=rows)
-            self.parts[table] = n + 1
+            write_part(tbl, self._next_part(table))
+
+    def _next_part(self, table: str) -> Path:
+        n = self.parts.get(table, 0)
+        (self.folder / table).mkdir(parents=True, exist_ok=True)
+        self.parts[table] = n + 1
+        return self.folder / table / f"part-{n:05d}.parquet"
+
+    def add_part(self, table: str, path: str | Path, n_rows: int) -> int:
+        """A Parquet part a reader wrote (``extract.parallel``, a large source read in pieces): moved in
+        with the others, loaded with them; returns how many rows it holds. Rows added before it are
+        written first, so the table's rows load in the order they came."""
+        if self.pending.get(table) or self.pending_rows.get(table):
+            self._write()
+        os.replace(path, self._next_part(table))
+        return n_rows
 
     def load(self) -> None:
         from ..warehouse import key_table, release_cache
@@ -180,11 +186,15 @@ class Spool:
             release_cache(self.con, self.load_memory)
         try:
             for table in sorted(self.parts):
-                glob = str(self.folder / table / "*.parquet").replace("'", "''")
-                relation = f"read_parquet('{glob}')"
-                self.con.execute(f'insert into "{table}" by name {select_all(table, relation)}')
+                # at most LOAD_FILES parts per INSERT: DuckDB holds something of every file one reads
+                # (thousands of small parts, from many large sources, ran out of memory in one)
+                files = sorted(str(p) for p in (self.folder / table).glob("*.parquet"))
+                for i in range(0, len(files), self.LOAD_FILES):
+                    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files[i:i + self.LOAD_FILES])
+                    self.con.execute(f'insert into "{table}" by name '
+                                     f"{select_all(table, f'read_parquet([{listed}])')}")
+                    release_cache(self.con, self.load_memory)  # what this INSERT read is not read again here
                 shutil.rmtree(self.folder / table)
-                release_cache(self.con, self.load_memory)  # what this INSERT read and wrote is not read again here
         finally:
             if self.load_memory:
                 release_cache(self.con)  # the usual limit again (set on a connection of its own)
