@@ -67,6 +67,18 @@ def release_cache(con: duckdb.DuckDBPyConnection, limit: str | None = None) -> N
                 own.execute(f"set memory_limit = '{memory_limit()}'")
     finally:
         own.close()
+    _trim()
+
+
+def _trim() -> None:
+    """Memory the C allocator holds free goes back to the system (glibc keeps what DuckDB and the Arrow
+    conversions free in its arenas: RSS that nothing uses)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 ROW_GROUP_SIZE = 16_384

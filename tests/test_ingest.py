@@ -277,7 +277,8 @@ def test_star_rows_built_from_the_trimmed_staging_pull_equal_those_from_all_of_i
     trimmed, whole = tmp_path / "trimmed.duckdb", tmp_path / "whole.duckdb"
     users = [REPO / "data" / "sample" / "vscode-user"]
     ingest(trimmed, [sample_home], users)
-    monkeypatch.setattr(star, "_staging_projection", lambda: {"stg_events": "*"})
+    from pipeline.schema import STAGING
+    monkeypatch.setattr(star, "_pulls", lambda: [(t.name, t.name, f'select * from "{t.name}" where') for t in STAGING])
     ingest(whole, [sample_home], users)
     assert snapshot(trimmed, STAR_TABLES) == snapshot(whole, STAR_TABLES)
     # fct_tool_calls holds the first 4,096 characters of each, its length and MD5; the view the whole of it
@@ -441,7 +442,7 @@ def test_a_warehouse_of_an_older_format_is_read_again_and_equals_a_new_one(sampl
 def test_rows_spooled_through_parquet_parts_equal_rows_inserted_directly(sample_home, tmp_path, monkeypatch):
     """A large run writes its rows to Parquet parts and loads them with one INSERT per table; a run
     with less than a part's worth inserts them from memory. Both give the same warehouse. A part's
-    row groups hold about Spool.ROW_GROUP_BYTES each (DuckDB reads a row group whole)."""
+    row groups hold about parts.PART_ROW_GROUP_BYTES each (DuckDB reads a row group whole)."""
     import pyarrow.parquet as pq
 
     from pipeline.load.spool import Spool
@@ -461,7 +462,8 @@ def test_rows_spooled_through_parquet_parts_equal_rows_inserted_directly(sample_
         real_load(self)
 
     monkeypatch.setattr(Spool, "PART_BYTES", 1)  # every add writes a part
-    monkeypatch.setattr(Spool, "ROW_GROUP_BYTES", 2048)
+    from pipeline import parts as part_files
+    monkeypatch.setattr(part_files, "PART_ROW_GROUP_BYTES", 2048)
     monkeypatch.setattr(Spool, "load", load)
     ingest(parts, [sample_home], users)
     assert sum(loaded_parts) > 10  # the Parquet path was taken

@@ -57,3 +57,59 @@ def test_an_incremental_run_of_grown_big_output_logs_succeeds_under_a_small_memo
     assert rows(wh, "select count(*), count(result_md5), min(result_chars), max(result_chars), "
                     "max(length(result_content)) from fct_tool_calls") == [
         (len(outputs), len(outputs), min(map(len, outputs)), max(map(len, outputs)), 4096)]
+
+
+def _homes(tmp_path: Path) -> tuple[list[Path], list[Path]]:
+    """The sample corpus and the poison corpus (events broken over lines, glued, damaged...)."""
+    from . import poison
+    from .conftest import REPO
+
+    poison.build(tmp_path / "poison")
+    return ([REPO / "data" / "sample" / "copilot-home", tmp_path / "poison" / "copilot-home"],
+            [REPO / "data" / "sample" / "vscode-user", tmp_path / "poison" / "vscode-user"])
+
+
+def test_a_log_read_in_pieces_gives_what_a_whole_read_gives(tmp_path, monkeypatch):
+    """Logs are read a window at a time (extract.jsonl.windows), and a large log's rows leave the reader as
+    Parquet parts as it goes (extract.parallel._Spill): with windows of 700 bytes and parts every 2 KB, every
+    table - rejects, resume offsets and line numbers included - is the one a whole read gives."""
+    from pipeline.extract import jsonl, parallel
+    from tools.compare import differences
+
+    homes, users = _homes(tmp_path)
+    ingest(tmp_path / "whole.duckdb", homes, users, workers=1)
+    spilled = []
+    real = parallel._Spill.__call__
+
+    def counted(self, res, nbytes):
+        before = len(res.parts)
+        real(self, res, nbytes)
+        spilled.append(len(res.parts) - before)
+    monkeypatch.setattr(jsonl, "WINDOW_BYTES", 700)
+    monkeypatch.setattr(parallel, "SPILL_BYTES", 2048)
+    monkeypatch.setattr(parallel._Spill, "__call__", counted)
+    ingest(tmp_path / "pieces.duckdb", homes, users, workers=1)
+    assert sum(spilled) > 5  # rows did leave as parts
+    assert differences(tmp_path / "whole.duckdb", tmp_path / "pieces.duckdb") == []
+
+
+def test_star_rows_built_on_worker_processes_equal_those_built_here(tmp_path, monkeypatch):
+    """With many events to build, each batch's staging rows go to a worker process as Parquet and its star
+    rows come back so (load/star.py _Builders): the same tables as built on the thread here."""
+    from pipeline.load import star
+    from tools.compare import differences
+
+    homes, users = _homes(tmp_path)
+    ingest(tmp_path / "here.duckdb", homes, users)
+    monkeypatch.setattr(star, "WORKERS_MIN_EVENTS", 0)
+    monkeypatch.setattr(star, "SESSION_BATCH", 5)  # several batches in flight
+    built = []
+    real = star._Builders.submit
+
+    def counted(self, k, queries, large):
+        built.append(self.on_workers)
+        return real(self, k, queries, large)
+    monkeypatch.setattr(star._Builders, "submit", counted)
+    ingest(tmp_path / "workers.duckdb", homes, users)
+    assert len(built) > 3 and all(built)  # several batches, each built on a worker
+    assert differences(tmp_path / "here.duckdb", tmp_path / "workers.duckdb") == []

@@ -11,29 +11,41 @@ nothing changed never loads polars.
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
+from ..parts import frame, write_part
 from ..schema import STAGING, STAR
-from ..vocabulary import SESSION_START, SYSTEM_MESSAGE
+from ..vocabulary import ASSISTANT_MESSAGE, ASSISTANT_USAGE, SESSION_START, SYSTEM_MESSAGE
 from ..warehouse import RESULT_CHARS, RESULT_HEAD_CHARS, key_table, memory_limit_unless_set, release_cache
+from .builder import CATEGORICAL, build_batch
 from .spool import Spool, insert
 
 if TYPE_CHECKING:
     import polars as pl
 
 SESSION_BATCH = 250  # sessions whose staging rows are pulled and built at a time (README: Robustness and privacy)
+# ... or fewer, whose events add up to this many: a batch's events in polars take ~1 KB each at the
+# star's peak, and a larger batch (one session of 200,000 tool calls: 610,000 events) is built alone,
+# with no other batch pulled meanwhile
+BATCH_EVENTS = 150_000
+# DuckDB's memory limit while the star pulls and builds (unless $COPILOT_WAREHOUSE_MEMORY is set): its sort of
+# a batch's events spills past it, and what polars holds of the batch is beside it
+STAR_PULL_MEMORY = "256MB"
 SESSION_TABLES = [t.name for t in STAR]
 # DuckDB's memory limit while the star rows are loaded from the spool's Parquet parts (unless
 # $COPILOT_WAREHOUSE_MEMORY is set): the INSERTs stream and the rows are small (a tool output's
 # start), but under the usual 512 MB the load was the full ingest's peak. 1 GB `events`, alternating
 # runs: peak RSS 843-879 -> 772-780 MB, the load 1.74-1.95 -> 2.04-2.23 s; 2 GB: 0.97-0.99 -> 0.84 GB
 STAR_LOAD_MEMORY = "256MB"
-# the large staging tables need no order (the star sorts events by position); the small ones are
-# pulled sorted (`order by all`), so which of two rows of one kind wins does not depend on load order
+# the large staging tables are pulled as they are stored: each log's events in the order it was read,
+# which is the order the star reads them in (transform.star.in_session_order sorts only when they are not;
+# an ORDER BY here held ~0.5 GB more for one session of 610,000 events); the small ones sorted
+# (`order by all`), so which of two rows of one kind wins does not depend on load order
 _ORDER = {"stg_events": "", "stg_tool_requests": ""}
 
 
@@ -60,17 +72,30 @@ def _text_of(event_type: str) -> str:
     return ", ".join(out)
 
 
-def _staging_projection() -> dict[str, str]:
-    """What the star build selects from each staging table: of stg_events the event texts as
-    ``_text_columns`` says, and of a tool's output only its length, MD5 (stored as it was read) and
-    whether it starts with a numbered line (``transform.star.NUMBERED`` over its head): never the text
-    of an output, whose vectors DuckDB would decode whole for every row a session's events share them
-    with (``fill_outputs`` adds what fct_tool_calls holds of it, in SQL)."""
-    from ..transform.star import NUMBERED
+def _pulls() -> list[tuple[str, str, str]]:
+    """What the star build selects of a batch of sessions, as (frame, table, SELECT ... FROM ... WHERE with the
+    batch's condition to follow): every staging table, stg_events as two frames - the tool events, with
+    their few columns (``transform.star.TOOL_EVENT_COLUMNS``), and every other event, with its texts as
+    ``_text_columns`` says. Of a tool's output, only its length, MD5 (stored as it was read) and whether it
+    starts with a numbered line (``transform.star.NUMBERED`` over its head): never the text of an output,
+    whose vectors DuckDB would decode whole for every row a session's events share them with
+    (``fill_outputs`` adds what fct_tool_calls holds of it, in SQL). Nor what the star never reads
+    (lineage, envelope ids but of the requests that fall back on them)."""
+    from ..transform.star import NUMBERED, TOOL_EVENT_COLUMNS, TOOL_EVENTS
 
     numbered = "regexp_matches(result_head, '" + NUMBERED.replace("'", "''") + "') as result_numbered"
-    return {"stg_events": "* exclude (result_content, result_head) replace (" + ", ".join(_text_columns().values())
-                          + "), " + numbered}
+    ids = f"case when event_type in ('{ASSISTANT_MESSAGE}', '{ASSISTANT_USAGE}') then event_id end as event_id"
+    tools = ", ".join(f"'{t}'" for t in TOOL_EVENTS)
+    out = [("stg_events", "stg_events",
+            "select * exclude (result_content, result_head, result_chars, result_md5, parent_id, turn_id, "
+            f"_source_offset, _run_id) replace ({', '.join(_text_columns().values())}, {ids}) "
+            f"from stg_events where coalesce(event_type, '') not in ({tools}) and"),
+           ("stg_tool_events", "stg_events", f"select {', '.join(TOOL_EVENT_COLUMNS)}, {numbered} "
+                                             f"from stg_events where event_type in ({tools}) and"),
+           ("stg_tool_requests", "stg_tool_requests",
+            "select * exclude (ts, _source_line, _run_id) from stg_tool_requests where")]
+    return out + [(t.name, t.name, f'select * from "{t.name}" where') for t in STAGING
+                  if t.name not in ("stg_events", "stg_tool_requests")]
 
 
 def root_repositories(con: duckdb.DuckDBPyConnection,
@@ -131,40 +156,34 @@ def root_repositories(con: duckdb.DuckDBPyConnection,
 
 def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path,
             root_repos: dict[str, str] | None = None, chars: int = RESULT_CHARS) -> None:
-    """Replace the star rows of the affected sessions, built batch by batch; fct_tool_calls holds the
-    first ``chars`` characters of each tool output (0: all of it).
-
-    A batch's star rows are built on a second thread while the next batch is pulled out of DuckDB
-    and the one before is stored (polars and DuckDB release the GIL): the phase keeps both cores
-    busy instead of one, with at most two batches of staging rows in memory.
-    """
+    """Replace the star rows of the affected sessions, built batch by batch (``_Builders``: on a second
+    thread while the next batch is pulled, or on worker processes when there are many events); fct_tool_calls
+    holds the first ``chars`` characters of each tool output (0: all of it)."""
     if not affected:
         return
-    from ..transform.star import build_star
-
     # the tool calls wait in a temp table: fill_outputs then adds what fct_tool_calls holds of each output
     con.execute(f"create or replace temp table {_CALLS} as select * from fct_tool_calls limit 0")
     spool = Spool(con, spool_dir, load_memory=memory_limit_unless_set(STAR_LOAD_MEMORY))
-    projection = _staging_projection()
+    pulls = _pulls()
     present = con.sql("select source_path, session_id from _source_files where is_present").pl()
     in_affected = key_table(con, "_star_affected", affected)
     batches, spans = _batches(con, affected, in_affected)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="star") as builder:
-        building = None
-        for batch in batches:
-            release_cache(con)  # what stage and the last batch read: this batch reads other blocks
+    pull_memory = memory_limit_unless_set(STAR_PULL_MEMORY)
+    total = sum(n for _lo, _hi, n in spans.values())
+    on_workers = total >= WORKERS_MIN_EVENTS and (os.cpu_count() or 1) > 1
+    with _Builders(con, root_repos, present, spool_dir / "batches", on_workers) as builders:
+        for k, batch in enumerate(batches):
+            large = sum(spans.get(sid, (0, 0, 0))[2] for sid in batch) > BATCH_EVENTS
+            release_cache(con, pull_memory)  # what stage and the last batch read: this batch reads other blocks
             in_batch = key_table(con, "_star_batch", batch)
-            stg = {t.name: con.sql(f'select {projection.get(t.name, "*")} from "{t.name}" '
-                                   f"where session_id in {in_batch}{_span(t.name, batch, spans)}"
-                                   f"{_ORDER.get(t.name, ' order by all')}").pl()
-                   for t in STAGING}
-            built = building.result() if building is not None else None
-            building = builder.submit(build_star, stg, root_repos, present)
-            del stg
-            if built is not None:
+            queries = {name: f"{select} session_id in {in_batch}{_span(table, batch, spans)}"
+                             f"{_ORDER.get(table, ' order by all')}" for name, table, select in pulls}
+            for built in builders.submit(k, queries, large):
                 _store(spool, built)
-        if building is not None:
-            _store(spool, building.result())
+            release_cache(con, pull_memory)  # the pull's sort: not needed while the batch is built
+        for built in builders.drain():
+            _store(spool, built)
+    release_cache(con)  # the usual limit again
     for table in SESSION_TABLES:
         con.execute(f'delete from "{table}" where session_id in {in_affected}')
     con.execute('drop table "_star_batch"')
@@ -194,9 +213,18 @@ def fill_outputs(con: duckdb.DuckDBPyConnection, in_affected: str, chars: int) -
     con.execute(f"drop table {_CALLS}")
 
 
+def _pull(con: duckdb.DuckDBPyConnection, sql: str, categorical: tuple[str, ...] = ()) -> pl.DataFrame:
+    """A query's rows as a polars frame, streamed in batches (``parts.frame``): DuckDB never holds the whole
+    result beside the frame (the pull of one session of 610,000 events peaked ~0.25 GB lower than through
+    ``.pl()``)."""
+    reader = con.execute(sql).to_arrow_reader(65_536)
+    return frame(reader, reader.schema, categorical)
+
+
 def _batches(con: duckdb.DuckDBPyConnection, affected: list[str],
              in_affected: str) -> tuple[list[list[str]], dict[str, tuple[int, int, int]]]:
-    """The affected sessions in batches of SESSION_BATCH in the order their events are stored, and for
+    """The affected sessions in batches of SESSION_BATCH, or fewer whose events add up to BATCH_EVENTS (a
+    session with more is a batch of its own), in the order their events are stored, and for
     each session the first and last rowid of its events in stg_events and how many there are. A batch's
     events then lie in few row groups, and its pull reads those (``_span``): in batches by session id
     every pull read every row group, so the star's reading grew as the square of the corpus."""
@@ -205,7 +233,16 @@ def _batches(con: duckdb.DuckDBPyConnection, affected: list[str],
         "group by session_id").fetchall()}
     last = (1 << 63, 0, 0)  # sessions without events: last
     ordered = sorted(affected, key=lambda sid: (spans.get(sid, last)[0], sid))
-    return [ordered[i:i + SESSION_BATCH] for i in range(0, len(ordered), SESSION_BATCH)], spans
+    batches: list[list[str]] = []
+    events = 0
+    for sid in ordered:
+        n = spans.get(sid, last)[2]
+        if not batches or len(batches[-1]) >= SESSION_BATCH or events + n > BATCH_EVENTS:
+            batches.append([])
+            events = 0
+        batches[-1].append(sid)
+        events += n
+    return batches, spans
 
 
 def _span(table: str, batch: list[str], spans: dict[str, tuple[int, int, int]]) -> str:
@@ -229,11 +266,97 @@ def _span(table: str, batch: list[str], spans: dict[str, tuple[int, int, int]]) 
 _CALLS = "_star_tool_calls"  # this run's tool calls before their outputs are filled in (a temp table)
 
 
-def _store(spool: Spool, star: dict[str, pl.DataFrame]) -> None:
-    """A batch's star rows into the spool; its tool calls into the temp table ``_CALLS``, where
-    ``fill_outputs`` finds them."""
+def _store(spool: Spool, star: dict) -> None:
+    """A batch's star rows into the spool - frames built here, or Parquet parts a worker wrote; its tool calls
+    into the temp table ``_CALLS``, where ``fill_outputs`` finds them."""
     for table in SESSION_TABLES:
-        spool.add(_CALLS if table == "fct_tool_calls" else table, star[table].to_arrow())
+        rows, target = star[table], _CALLS if table == "fct_tool_calls" else table
+        if isinstance(rows, tuple):  # (Parquet part, rows), from a worker
+            spool.add_part(target, *rows)
+        else:
+            spool.add(target, rows.to_arrow())
+
+
+# With this many events to build in all, batches are built on worker processes (at most two, one batch
+# each, each batch's staging rows exported to them as Parquet): the main process never holds polars
+# frames of staging rows beside DuckDB, and a worker's memory is freed when its batch is built. One
+# session of 200,000 tool calls (810,000 records): peak RSS 1.13 GB in one process; with a worker, the
+# worker 0.92 GB and the main process 0.67 GB.
+WORKERS_MIN_EVENTS = 200_000
+
+
+class _Builders:
+    """Where the batches' star rows are built: on a thread here (a batch is pulled while the one before is
+    built: two batches of staging rows in memory at most, one when a batch is large), or, with
+    ``on_workers``, on worker processes (``builder.build_batch``), to which each batch's staging rows
+    are exported as Parquet parts (streamed by DuckDB). ``submit`` returns what has been built since."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, root_repos: dict[str, str] | None, present: pl.DataFrame,
+                 folder: Path, on_workers: bool):
+        self.con, self.root_repos, self.present, self.folder = con, root_repos or {}, present, folder
+        self.pending: list = []
+        if on_workers:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            from ..processes import worker_init
+
+            self.workers = min(os.cpu_count() or 1, 2)
+            self.pool = ProcessPoolExecutor(max_workers=self.workers, initializer=worker_init,
+                                            mp_context=multiprocessing.get_context("spawn"))
+            folder.mkdir(parents=True, exist_ok=True)
+            self.present_part = str(folder / "present.parquet")
+            write_part(present.to_arrow(), self.present_part)
+        else:
+            self.workers, self.pool = 1, ThreadPoolExecutor(max_workers=1, thread_name_prefix="star")
+
+    def submit(self, k: int, queries: dict[str, str], large: bool) -> list:
+        """Build batch ``k`` (its staging rows: the ``queries``); returns the batches built meanwhile."""
+        from ..transform.star import build_star
+
+        done = self.drain() if large and not self.on_workers else []  # here, a large batch is built alone
+        if self.on_workers:
+            batch = self.folder / f"batch-{k:06d}"
+            batch.mkdir()
+            parts = {}
+            for name, sql in queries.items():
+                parts[name] = str(batch / f"{name}.parquet")
+                self.con.execute(f"copy ({sql}) to '{_quote(parts[name])}' (format parquet, compression uncompressed)")
+            job = (build_batch, parts, self.root_repos, self.present_part, str(batch))
+        else:
+            job = (build_star, {name: _pull(self.con, sql, CATEGORICAL.get(name, ())) for name, sql in queries.items()},
+                   self.root_repos, self.present)
+        if len(self.pending) >= self.workers:  # the batch before was built while this one was pulled
+            done.append(self.pending.pop(0).result())
+        self.pending.append(self.pool.submit(*job))
+        del job
+        if large and not self.on_workers:
+            done += self.drain()
+        return done
+
+    @property
+    def on_workers(self) -> bool:
+        return not isinstance(self.pool, ThreadPoolExecutor)
+
+    def drain(self) -> list:
+        done = [f.result() for f in self.pending]
+        self.pending = []
+        return done
+
+    def __enter__(self) -> _Builders:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_exc: object) -> None:
+        if kind is None or not self.on_workers:
+            self.pool.shutdown()
+        else:  # an error, or Ctrl-C: the workers are stopped, not waited for
+            from ..processes import stop_pool
+
+            stop_pool(self.pool)
+
+
+def _quote(path: str) -> str:
+    return path.replace("'", "''")
 
 
 def _rebuild_memories_of_no_session(con: duckdb.DuckDBPyConnection) -> None:

@@ -75,15 +75,42 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------ events
+def chosen_logs(*frames: pl.DataFrame) -> pl.DataFrame:
+    """The one event log of each session the star reads (``_source_path``): the most authoritative kind,
+    then the longest (events of every frame counted), then the newest path."""
+    keys = ["session_id", "source_kind", "_source_path"]
+    counts = pl.concat([f.group_by(keys).len() for f in frames]).group_by(keys).agg(pl.col("len").sum())
+    return (counts
+            .with_columns(pl.col("source_kind").replace_strict(PRECEDENCE, default=9).alias("_rank"))
+            .sort(["session_id", "_rank", "len", "_source_path"], descending=[False, False, True, True])
+            .unique("session_id", keep="first").select("_source_path"))
+
+
+def keep_logs(events: pl.DataFrame, chosen: pl.DataFrame) -> pl.DataFrame:
+    """The events of the chosen logs (``chosen_logs``); ``events`` itself when every log is (a join copies
+    every column)."""
+    if events.is_empty() or chosen.height >= events["_source_path"].n_unique() and \
+            events["_source_path"].is_in(chosen["_source_path"].implode()).all():
+        return events
+    return events.join(chosen, on="_source_path", how="semi")
+
+
 def choose_event_source(events: pl.DataFrame) -> pl.DataFrame:
     """Keep one event log per session: the most authoritative kind, then the longest, then newest path."""
     if events.is_empty():
         return events
-    counts = (events.group_by("session_id", "source_kind", "_source_path").len()
-              .with_columns(pl.col("source_kind").replace_strict(PRECEDENCE, default=9).alias("_rank"))
-              .sort(["session_id", "_rank", "len", "_source_path"], descending=[False, False, True, True])
-              .unique("session_id", keep="first").select("_source_path"))
-    return events.join(counts, on="_source_path", how="semi")
+    return keep_logs(events, chosen_logs(events))
+
+
+def in_session_order(ev: pl.DataFrame) -> pl.DataFrame:
+    """``ev`` with each session's events in order of position (``event_index``): as it is when they
+    already are (staging is pulled in the order the rows were stored, which is the order each log was
+    read in), else sorted. A sort copies every column, and the events of the largest session are most of
+    the star's memory."""
+    if ev.height < 2:
+        return ev
+    ordered = ev.select((pl.col("event_index").diff().over("session_id") > 0).all(ignore_nulls=True)).item()
+    return ev if ordered else ev.sort("session_id", "event_index")
 
 
 # The only events whose `content` / `extra` the star schema reads. Staging is pulled with those
@@ -112,10 +139,10 @@ RESULT_SOURCE = ("result_source_path", "result_source_line")
 
 
 def prepare_events(events: pl.DataFrame) -> pl.DataFrame:
-    """Chosen events, in order, with parsed time, the prompt a user.message holds once Copilot's
-    injected tags are removed (``prompt``; empty: Copilot's own nudge, not a prompt), the turn each
-    event belongs to, its leg and the model in use (see ``usage.annotate``)."""
-    ev = choose_event_source(events).sort("session_id", "event_index")
+    """The events of the chosen logs (but tool events), in order, with parsed time, the prompt a
+    user.message holds once Copilot's injected tags are removed (``prompt``; empty: Copilot's own nudge,
+    not a prompt), the turn each event belongs to, its leg and the model in use (see ``usage.annotate``)."""
+    ev = in_session_order(events)
     is_user = pl.col("event_type") == USER_MESSAGE
     ev = ev.with_columns(
         parse_ts(pl.col("ts")).alias("at"),
@@ -128,7 +155,9 @@ def prepare_events(events: pl.DataFrame) -> pl.DataFrame:
     return usage_model.annotate(ev)
 
 
-def turns_from_events(ev: pl.DataFrame) -> pl.DataFrame:
+def turns_from_events(ev: pl.DataFrame, tools: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per prompt: its answer, token count and model; it ends with its last event, tool events
+    (``tools``) included."""
     in_turn = ev.filter(pl.col("turn_index").is_not_null())
     msgs = in_turn.filter(pl.col("event_type") == ASSISTANT_MESSAGE)
     users = in_turn.filter(pl.col("is_prompt")).select(
@@ -147,6 +176,11 @@ def turns_from_events(ev: pl.DataFrame) -> pl.DataFrame:
         pl.col("eff_model").filter(pl.col("event_type") == ASSISTANT_MESSAGE).drop_nulls().last().alias("model"),
         ((pl.col("event_type") == USER_MESSAGE) & ~pl.col("is_prompt")).sum().cast(pl.Int32)
         .alias("n_continuations"))
+    if tools is not None and not tools.is_empty():
+        tool_ends = tools.filter(pl.col("turn_index").is_not_null()).group_by("session_id", "turn_index").agg(
+            pl.col("at").max().alias("_tools_end"))
+        ends = ends.join(tool_ends, on=["session_id", "turn_index"], how="left").with_columns(
+            pl.max_horizontal("ended_at", "_tools_end").alias("ended_at")).drop("_tools_end")
     out = (users.join(answers, on=["session_id", "turn_index"], how="left")
            .join(ends, on=["session_id", "turn_index"], how="left")
            .with_columns(pl.col("assistant_response").replace("", None),
@@ -171,8 +205,35 @@ def turns_from_store(store_turns: pl.DataFrame, have_turns: pl.DataFrame) -> pl.
 
 
 # ------------------------------------------------------------------------------------------ tools
-def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
-    """Request -> start -> complete joined by toolCallId, one row per call."""
+# Tool events: most of the events of an agent session (a start and a completion per call), with only a
+# few columns of their own. load/star.py pulls them apart, with those columns (``TOOL_EVENT_COLUMNS``), so
+# that the frame of every other event is not three times as long and mostly empty.
+TOOL_EVENTS = (TOOL_START, *TOOL_COMPLETIONS)
+TOOL_EVENT_COLUMNS = ("session_id", "source_kind", "event_index", "event_type", "ts", "model", "tool_call_id",
+                      "tool_name", "arguments", "success", "error_message", "parent_tool_call_id", "mcp_server_name",
+                      "result_chars", "result_md5", "_source_path", "_source_line")
+
+
+def tool_events(tools: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
+    """The tool events of the chosen logs, in order, with parsed time and the turn and leg of the event
+    before each among its session's other events (``ev``, from ``prepare_events``): what they would have
+    been in one frame with them, since no tool event starts a turn or a leg."""
+    tools = in_session_order(tools).with_columns(parse_ts(pl.col("ts")).alias("at"))
+    marks = pl.concat([
+        ev.select(pl.lit(None, pl.UInt32).alias("_row"), "session_id", "event_index", "turn_index", "leg_index"),
+        tools.select("session_id", "event_index").with_row_index("_row").with_columns(
+            pl.lit(None, pl.Int32).alias("turn_index"), pl.lit(None, pl.Int32).alias("leg_index"))
+        .select("_row", "session_id", "event_index", "turn_index", "leg_index")])
+    placed = (marks.sort("session_id", "event_index", pl.col("_row").is_not_null())
+              .with_columns(pl.col("turn_index", "leg_index").forward_fill().over("session_id"))
+              .filter(pl.col("_row").is_not_null()).sort("_row"))
+    return tools.with_columns(placed["turn_index"].cast(pl.Int32),
+                              placed["leg_index"].fill_null(1).cast(pl.Int32))
+
+
+def tool_calls(ev: pl.DataFrame, tools: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
+    """Request -> start -> complete joined by toolCallId, one row per call; ``tools`` are the tool events
+    (``tool_events``), ``ev`` the others."""
     # a VS Code chat session does not time its tool calls: its synthesized events carry the request's end
     timed = pl.when(pl.col("source_kind") != "chat_session").then(pl.col("at"))
     turn_of = ev.select("session_id", "_source_path", "event_index", "turn_index", timed.alias("at"))
@@ -184,26 +245,26 @@ def tool_calls(ev: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
                    pl.col("arguments").alias("req_args"), pl.col("model").alias("req_model"),
                    pl.col("mcp_server_name").alias("req_mcp"), pl.col("turn_index").alias("req_turn"),
                    pl.col("at").alias("requested_at")))
-    starts = (ev.filter(pl.col("event_type") == TOOL_START)
+    starts = (tools.filter(pl.col("event_type") == TOOL_START)
               .with_columns(pl.coalesce("tool_call_id", pl.format("start-{}", "event_index")).alias("tool_call_id"))
               .unique(["session_id", "tool_call_id"], keep="first", maintain_order=True)
               .select("session_id", "tool_call_id", pl.col("tool_name").alias("start_name"),
                       pl.col("arguments").alias("start_args"), pl.col("model").alias("start_model"),
                       pl.col("mcp_server_name").alias("start_mcp"), pl.col("turn_index").alias("start_turn"),
                       pl.col("parent_tool_call_id").alias("start_parent"), pl.col("at").alias("started_at")))
-    if "result_content" in ev.columns:  # a frame built by hand holds the whole output: its facts from it
+    if "result_content" in tools.columns:  # a frame built by hand holds the whole output: its facts from it
         text = pl.col("result_content")
         md5 = text.map_elements(lambda t: hashlib.md5(t.encode()).hexdigest(), return_dtype=pl.String, skip_nulls=True)
-        ev = ev.with_columns(text.str.len_chars().cast(pl.Int64).alias("result_chars"), md5.alias("result_md5"),
-                             text.str.contains(NUMBERED).alias("result_numbered"))
+        tools = tools.with_columns(text.str.len_chars().cast(pl.Int64).alias("result_chars"), md5.alias("result_md5"),
+                                   text.str.contains(NUMBERED).alias("result_numbered"))
     else:  # pulled from staging (load/star.py): the facts were pulled, the text is filled in after
-        ev = ev.with_columns(pl.lit(None, pl.String).alias("result_content"))
+        tools = tools.with_columns(pl.lit(None, pl.String).alias("result_content"))
     has_output = pl.col("result_chars").is_not_null()
     source = [pl.when(has_output).then(pl.col(c)).alias(to) for c, to in zip(("_source_path", "_source_line"),
                                                                                RESULT_SOURCE, strict=True)] \
-        if "_source_line" in ev.columns else [pl.lit(None, pl.String).alias(RESULT_SOURCE[0]),
-                                              pl.lit(None, pl.Int64).alias(RESULT_SOURCE[1])]
-    done = (ev.filter(pl.col("event_type").is_in(TOOL_COMPLETIONS))
+        if "_source_line" in tools.columns else [pl.lit(None, pl.String).alias(RESULT_SOURCE[0]),
+                                                 pl.lit(None, pl.Int64).alias(RESULT_SOURCE[1])]
+    done = (tools.filter(pl.col("event_type").is_in(TOOL_COMPLETIONS))
             .with_columns(pl.coalesce("tool_call_id", pl.format("done-{}", "event_index")).alias("tool_call_id"))
             .unique(["session_id", "tool_call_id"], keep="last", maintain_order=True)
             .select("session_id", "tool_call_id", pl.col("tool_name").alias("done_name"),
@@ -335,8 +396,9 @@ def _present_sessions(stg: dict[str, pl.DataFrame], present: pl.DataFrame) -> pl
     return pl.concat([own, *held])["session_id"].drop_nulls().unique()
 
 
-def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame, calls: pl.DataFrame,
-             usage: pl.DataFrame, root_repos: dict[str, str], present: pl.DataFrame) -> pl.DataFrame:
+def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame, turns: pl.DataFrame,
+             calls: pl.DataFrame, usage: pl.DataFrame, root_repos: dict[str, str],
+             present: pl.DataFrame) -> pl.DataFrame:
     meta = stg["stg_session_meta"]
     ids = pl.concat([f.select("session_id") for f in stg.values() if "session_id" in f.columns]).unique()
     ids = ids.filter(pl.col("session_id").is_not_null())
@@ -353,6 +415,13 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, turns: pl.DataFrame
         pl.col("at").min().alias("ev_first_at"), pl.col("at").max().alias("ev_last_at"),
         pl.col("eff_model").filter(t == ASSISTANT_MESSAGE).drop_nulls().unique().alias("ev_models"),
     )
+    tool_stats = tools.group_by("session_id").agg(pl.len().alias("_n"), pl.col("at").min().alias("_first"),
+                                                   pl.col("at").max().alias("_last"))
+    ev_stats = ev_stats.join(tool_stats, on="session_id", how="full", coalesce=True).select(
+        "session_id", (pl.col("n_events").fill_null(0) + pl.col("_n").fill_null(0)).alias("n_events"),
+        pl.col("n_unknown_events").fill_null(0), pl.col("n_resumes").fill_null(0),
+        pl.col("n_continuations").fill_null(0), pl.min_horizontal("ev_first_at", "_first").alias("ev_first_at"),
+        pl.max_horizontal("ev_last_at", "_last").alias("ev_last_at"), "ev_models")
     where = places(meta, ev)
     first_prompt = turns.sort("turn_index").unique("session_id", keep="first", maintain_order=True).select(
         "session_id", pl.col("user_message").alias("first_prompt"), pl.col("started_at").alias("first_turn_at"))
@@ -540,21 +609,39 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
                present: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
     """All star frames for the sessions present in ``stg`` (a dict of staging frames); ``root_repos``
     names the repository of the folders where sessions of the whole warehouse ran (``root_repositories``);
-    ``present`` lists the source files still on disk (source_path, session_id; None: all of them)."""
-    ev = prepare_events(stg["stg_events"].filter(pl.col("session_id").is_not_null()))
-    t_ev = turns_from_events(ev)
+    ``present`` lists the source files still on disk (source_path, session_id; None: all of them).
+
+    ``stg`` is consumed: the pulled events are dropped from it once prepared (the largest session's
+    pull is then freed while its star is built), leaving what ``sessions`` reads of them."""
+    # the log's path, repeated on every event and request, as a categorical (load/star.py pulls it as one)
+    log_path = pl.col("_source_path").cast(pl.Categorical)
+    stg["stg_tool_requests"] = stg["stg_tool_requests"].with_columns(log_path)
+    events = stg.pop("stg_events").filter(pl.col("session_id").is_not_null()).with_columns(log_path)
+    tools = stg.pop("stg_tool_events", None)
+    if tools is None:  # every event in one frame (built by hand): its tool events apart, as load/star.py pulls them
+        is_tool = pl.col("event_type").is_in(TOOL_EVENTS)
+        events, tools = events.filter(~is_tool), events.filter(is_tool)
+    tools = tools.filter(pl.col("session_id").is_not_null()).with_columns(log_path)
+    logs = chosen_logs(events, tools)
+    stg["stg_events"] = pl.concat([f.select("session_id", "source_kind", "_source_path").unique()
+                                   for f in (events, tools)]).unique().with_columns(
+        pl.col("_source_path").cast(pl.String))  # every log, for `sessions`
+    ev = prepare_events(keep_logs(events, logs))
+    del events
+    tools = tool_events(keep_logs(tools, logs), ev)
+    t_ev = turns_from_events(ev, tools)
     turns = pl.concat([t_ev, turns_from_store(stg["stg_store_turns"], t_ev)], how="diagonal_relaxed")
-    calls = tool_calls(ev, stg["stg_tool_requests"])
+    calls = tool_calls(ev, tools, stg["stg_tool_requests"])
     n_calls = calls.filter(pl.col("turn_index").is_not_null()).group_by("session_id", "turn_index").agg(
         pl.len().cast(pl.Int32).alias("n_tool_calls"))
     turns = turns.join(n_calls, on=["session_id", "turn_index"], how="left").with_columns(
         pl.col("n_tool_calls").fill_null(0)).sort("session_id", "turn_index")
     versions = dict(_start_context(ev).select("session_id", "copilot_version").iter_rows())
-    requests, legs, use = usage_model.build_usage(ev, stg["stg_store_usage"], turns, versions)
+    requests, legs, use = usage_model.build_usage(ev, stg["stg_store_usage"], turns, versions, tools)
     if present is None:  # every source of the batch is on disk
-        present = pl.concat([f.select(pl.col("_source_path").alias("source_path"), "session_id")
+        present = pl.concat([f.select(pl.col("_source_path").cast(pl.String).alias("source_path"), "session_id")
                              for f in stg.values() if "_source_path" in f.columns and "session_id" in f.columns])
-    sess = sessions(stg, ev, turns, calls, use, root_repos or {}, present)
+    sess = sessions(stg, ev, tools, turns, calls, use, root_repos or {}, present)
     call_files, touches, files = file_touches(calls, stg["stg_store_files"], sess, ev)
     calls = calls.join(call_files, on=["session_id", "tool_call_id"], how="left")
     return {

@@ -118,7 +118,10 @@ def annotate(ev: pl.DataFrame) -> pl.DataFrame:
            .unique(["session_id", "parent_tool_call_id"], keep="first", maintain_order=True))
     chosen = (pl.col("extra").str.json_path_match("$.selectedModel").str.to_lowercase() == "auto") | (
         pl.col("extra").str.json_path_match("$.newModel").str.to_lowercase() == "auto")
-    return (out.join(sub, on=["session_id", "parent_tool_call_id"], how="left")
+    # a join copies every column: only where there are subagents
+    joined = out.join(sub, on=["session_id", "parent_tool_call_id"], how="left") if sub.height \
+        else out.with_columns(pl.lit(None, pl.String).alias("_sub_model"))
+    return (joined
             .with_columns(
                 (t == USAGE_CHECKPOINT).cast(pl.Int32).cum_sum().over("session_id", "leg_index").alias("obs_index"),
                 pl.coalesce(pl.col("model").replace("", None), "_sub_model",
@@ -310,14 +313,22 @@ def _difference(cur: dict[str, dict], prev: dict[str, dict] | None) -> dict[str,
 
 
 def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame,
-                versions: dict[str, str | None]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+                versions: dict[str, str | None],
+                tools: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(fct_requests, fct_usage_legs, fct_usage) frames from annotated events (see ``annotate``),
-    session-store.db usage rows and the turns (to place store rows in a turn)."""
+    session-store.db usage rows and the turns (to place store rows in a turn); a leg spans its tool
+    events (``tools``, with their ``leg_index``) too."""
     t = pl.col("event_type")
     legs = ev.group_by("session_id", "leg_index").agg(
         pl.col("at").min().alias("started_at"), pl.col("at").max().alias("ended_at"),
         pl.col("leg_auto").first().alias("is_auto"),
         (t == SESSION_SHUTDOWN).any().alias("has_shutdown")).sort("session_id", "leg_index")
+    if tools is not None and not tools.is_empty():
+        spans = tools.group_by("session_id", "leg_index").agg(pl.col("at").min().alias("_first"),
+                                                             pl.col("at").max().alias("_last"))
+        legs = legs.join(spans, on=["session_id", "leg_index"], how="left").with_columns(
+            pl.min_horizontal("started_at", "_first").alias("started_at"),
+            pl.max_horizontal("ended_at", "_last").alias("ended_at")).drop("_first", "_last")
     msg = message_requests(ev)
     uev = usage_event_requests(ev)
     store = store_requests(store_usage, legs, turns)
