@@ -17,6 +17,7 @@ import duckdb
 from . import charts
 from .schema import TABLES
 from .site import build_site, search_index
+from .site import session_page as site_session_page
 from .site import session_pages as site_session_pages
 from .tree import TreeResult, write_files, write_tree
 from .warehouse import connect
@@ -176,11 +177,22 @@ def write_sessions(con: duckdb.DuckDBPyConnection, data: queries.WikiData, part:
                    site_dir: Path) -> tuple[TreeResult, TreeResult]:
     """The wiki and site pages of the sessions ``part`` (a group of ``chunks``), their page data read
     from the warehouse, written where they changed (``tree.write_files``; ``write_tree`` lists them in
-    the manifests). The page data of only these sessions is in memory at once."""
+    the manifests). The page data of only these sessions is in memory at once, and of a session of several
+    pages (``wiki.pages.page_ranges``) the prompts and tool calls of one page."""
     wiki, site = TreeResult("wiki"), TreeResult("site")
-    data = queries.with_sessions(con, data, part[0]["session_id"], part[-1]["session_id"])
-    write_files(wiki_pages.session_pages(data, part), wiki_dir, wiki)
-    write_files(site_session_pages(data, part), site_dir, site)
+    first, last = part[0]["session_id"], part[-1]["session_id"]
+    plans = queries.page_plans(con, first, last)
+    data = queries.with_sessions(con, data, first, last, frozenset(plans))
+    single = [s for s in part if s["session_id"] not in plans]
+    write_files(wiki_pages.session_pages(data, single), wiki_dir, wiki)
+    write_files(site_session_pages(data, single), site_dir, site)
+    for s in part:
+        ranges = plans.get(s["session_id"])
+        for page, (first_turn, last_turn) in enumerate(ranges or ()):
+            page_data = queries.with_page(con, data, s["session_id"], first_turn, last_turn, page == 0)
+            write_files({wiki_pages.session_file(s["session_id"], page, "md"):
+                         wiki_pages.session_page(page_data, s, page, ranges)}, wiki_dir, wiki)
+            write_files(site_session_page(page_data, s, page, ranges), site_dir, site)
     return wiki, site
 
 

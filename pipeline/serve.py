@@ -21,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 from .site import doc_url
 from .warehouse import WarehouseError, connect
 from .wiki.markdown import fmt_ts
+from .wiki.queries import page_plans
 
 log = logging.getLogger(__name__)
 MAX_RESULTS = 200
@@ -39,11 +40,12 @@ def search(warehouse: str | Path, q: str, k: int = 50) -> list[dict]:
             left join dim_sessions as s using (session_id)
             left join dim_projects as p on p.project_id = s.project_id
             order by r.score desc, r.kind, r.session_id, r.ref""", params=[q, k]).fetchall()
+        plans = page_plans(con) if any(kind in ("prompt", "answer") for kind, *_rest in rows) else {}
     finally:
         con.close()
     out = []
     for kind, sid, ref, title, written_at, snippet, score, project in rows:
-        url = doc_url(kind, sid, ref) if sid else ""
+        url = doc_url(kind, sid, ref, plans.get(sid)) if sid else ""
         out.append({"kind": kind, "url": url, "title": title or sid or ref or "", "date": fmt_ts(written_at),
                     "snippet": snippet, "project": project or "", "score": score})
     return out

@@ -143,6 +143,53 @@ def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_h
     assert len(site3.unchanged) == len(site.written) and json.loads(manifest.read_text())["files"] == listed
 
 
+def test_a_long_session_is_paged_and_every_prompt_is_on_one_page(sample_home, tmp_path, monkeypatch):
+    # pages of at most 2 prompts, closed before 3 tool calls: report's pages, read a page at a time,
+    # equal those built from one whole read; every prompt is on exactly one page, where search links to it
+    import re
+
+    from pipeline import report
+    from pipeline import site as site_module
+    from pipeline.wiki import pages
+
+    monkeypatch.setattr(pages, "PAGE_PROMPTS", 2)
+    monkeypatch.setattr(pages, "PAGE_CALLS", 3)
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    report.run_report(wh, tmp_path / "out")
+    write_wiki(wh, tmp_path / "whole")
+    wiki = {p.relative_to(tmp_path / "out" / "wiki").as_posix(): p.read_text()
+            for p in (tmp_path / "out" / "wiki").rglob("*.md")}
+    assert wiki == {p.relative_to(tmp_path / "whole").as_posix(): p.read_text()
+                    for p in (tmp_path / "whole").rglob("*.md")}
+    with report.connect(wh, read_only=True) as con:
+        data = report.queries.load(con)
+    html = {p.relative_to(tmp_path / "out" / "site").as_posix(): p.read_text()
+            for p in (tmp_path / "out" / "site" / "sessions").rglob("*.html")}
+    assert html == site_module.session_pages(data, data.sessions)
+    turns = rows(wh, "select session_id, turn_index, n_tool_calls from fct_turns order by all")
+    expected = {}
+    for sid, turn, _calls in turns:
+        expected.setdefault(sid, []).append(turn)
+    paged = 0
+    for sid, indexes in expected.items():
+        name = pages.page_name(sid)
+        site_pages = [p for p in html if p == f"sessions/{name}.html" or p.startswith(f"sessions/{name}/")]
+        wiki_pages = [p for p in wiki if p == f"sessions/{name}.md" or p.startswith(f"sessions/{name}/")]
+        shown = sorted(int(n) for p in site_pages for n in re.findall(r'id="prompt-(\d+)"', html[p]))
+        assert shown == indexes  # each prompt once
+        prompts = [re.split(r"^## (?!Prompts)", w.split("## Prompts\n", 1)[1], flags=re.M)[0]
+                   for w in (wiki[p] for p in wiki_pages)]
+        assert sorted(int(n) - 1 for text in prompts for n in re.findall(r"^### (\d+)\. ", text, re.M)) == indexes
+        assert len(site_pages) == len(wiki_pages) == max(1, len(pages.page_ranges(
+            [(t, c) for s, t, c in turns if s == sid])))
+        paged += len(site_pages) > 1
+    assert paged >= 2
+    index = (tmp_path / "out" / "site" / "search-index.js").read_text()
+    for url in set(re.findall(r'"(sessions/[^"#]+\.html)#prompt-(\d+)"', index)):
+        assert f'id="prompt-{url[1]}"' in html[url[0]]
+
+
 def test_text_from_prompts_cannot_break_a_page(sample_home, tmp_path):
     assert fenced("a ``` b ```` c") == "`````text\na ``` b ```` c\n`````"
     assert cell("a | b <script>x</script> *y* [l](u)\nz") == \

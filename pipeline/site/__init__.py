@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -18,7 +19,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ..wiki import pages as wiki_pages
 from ..wiki.markdown import fmt_credits, fmt_duration, fmt_ms, fmt_num, fmt_ts, fmt_usd, page_name, plural
-from ..wiki.queries import WikiData
+from ..wiki.queries import WikiData, page_plans
 from .render import markdown
 
 HERE = Path(__file__).parent
@@ -66,10 +67,14 @@ ANCHORS = {"prompt": "#prompt-{ref}", "answer": "#prompt-{ref}", "checkpoint": "
            "memory": "#memories"}
 
 
-def doc_url(kind: str, session_id: str, ref: str | None) -> str:
+def doc_url(kind: str, session_id: str, ref: str | None, ranges: list[tuple[int, int]] | None = None) -> str:
     """Where a search document (int_search_docs) is shown: its session's page, at the prompt,
-    checkpoint or memories it is."""
-    return f"sessions/{page_name(session_id)}.html" + ANCHORS.get(kind, "").format(ref=ref)
+    checkpoint or memories it is (``ranges``: the session's pages, when it has several; a prompt or an
+    answer is on the page of its turn, the rest on the first)."""
+    page = 0
+    if ranges and kind in ("prompt", "answer") and ref is not None and str(ref).isdigit():
+        page = wiki_pages.page_of(ranges, int(ref))
+    return wiki_pages.session_file(session_id, page, "html") + ANCHORS.get(kind, "").format(ref=ref)
 
 
 def search_index(con: duckdb.DuckDBPyConnection, data: WikiData) -> str:
@@ -94,9 +99,10 @@ def search_index(con: duckdb.DuckDBPyConnection, data: WikiData) -> str:
                  join position p using (doc_id) cross join corpus
             group by t.term""").fetchall()
     sessions = {s["session_id"]: s for s in data.sessions}
+    plans = page_plans(con)  # the sessions of several pages: a prompt is on the page of its turn
     rows = []
     for _doc_id, kind, sid, ref, title, written_at, snippet in docs:
-        url = doc_url(kind, sid, ref) if sid in sessions else ""
+        url = doc_url(kind, sid, ref, plans.get(sid)) if sid in sessions else ""
         project = data.project_name.get(sessions[sid]["project_id"], "") if sid in sessions else ""
         rows.append([kind, url, title or sid or ref or "", fmt_ts(written_at), snippet, project])
     dump = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
@@ -122,17 +128,56 @@ def _renderer(data: WikiData, svgs: dict[str, str]):
 
 
 def session_pages(data: WikiData, sessions: list[dict]) -> dict[str, str]:
-    """The page of each of ``sessions`` as {relative path: text} (no chart is drawn on one)."""
+    """The pages of each of ``sessions`` as {relative path: text} (``data`` holds all their turns; no chart
+    is drawn on one)."""
     render = _renderer(data, {})
     files = {}
     for s in sessions:
-        sid = s["session_id"]
-        by_turn = data.calls_by_turn(sid)
-        prompts = [{"turn": t, "calls": timeline(t, by_turn.get(t["turn_index"], []))} for t in data.turns.get(sid, [])]
-        rel = f"sessions/{page_name(sid)}.html"
-        files[rel] = render("session.html", rel, s=s, prompts=prompts, before=timeline(None, by_turn.get(None, [])),
-                            answer_max=ANSWER_MAX)
+        ranges = wiki_pages.session_ranges(data, s["session_id"])
+        for page in range(max(1, len(ranges))):
+            files.update(session_page(data, s, page, ranges, render))
     return files
+
+
+def _listed(turn: dict | None, calls: list[dict]) -> dict:
+    """A prompt and its tool calls as its page lists them: on a timeline, at most PAGE_CALLS of them (the
+    failed ones first among those past it, up to FAILED_PER_PROMPT), with how many are left out."""
+    limit, total = wiki_pages.PAGE_CALLS, len(calls)
+    n_failed = sum(c["is_success"] is False for c in calls)
+    if total > limit:
+        late_failed = [c for c in calls[limit:] if c["is_success"] is False][:wiki_pages.FAILED_PER_PROMPT]
+        calls = calls[:limit] + late_failed
+    return {"turn": turn, "calls": timeline(turn, calls), "n_calls": total, "n_failed": n_failed,
+            "n_hidden": total - len(calls)}
+
+
+def session_page(data: WikiData, s: dict, page: int, ranges: list[tuple[int, int]],
+                 render: Callable[..., str] | None = None) -> dict[str, str]:
+    """Page ``page`` of a session (``ranges``: its pages, ``wiki.pages.page_ranges``; none: one page) as
+    {relative path: text}: the first page with what the session is and its first prompts, each other page
+    the prompts of its range."""
+    render = render or _renderer(data, {})
+    sid = s["session_id"]
+    first, last = ranges[page] if ranges else (None, None)
+    by_turn = data.calls_by_turn(sid)
+    prompts = [_listed(t, by_turn.get(t["turn_index"], [])) for t in data.turns.get(sid, [])
+               if first is None or first <= t["turn_index"] <= last]
+    rel = wiki_pages.session_file(sid, page, "html")
+    up = "../" * rel.count("/")
+    shown = sorted({0, len(ranges) - 1, *range(max(0, page - 2), min(len(ranges), page + 3))}) if ranges else []
+    pager = []
+    for k in shown:  # the first and last pages and those around this one, a gap where pages are left out
+        if pager and k > pager[-1]["n"]:
+            pager.append({"gap": True})
+        first_turn, last_turn = ranges[k]
+        pager.append({"n": k + 1, "url": up + wiki_pages.session_file(sid, k, "html"), "here": k == page,
+                      "first": first_turn + 1, "last": last_turn + 1, "gap": False})
+    before = _listed(None, by_turn.get(None, [])) if page == 0 else None
+    return {rel: render("session.html", rel, s=s, prompts=prompts, before=before, answer_max=ANSWER_MAX,
+                        page_index=page, pager=pager, n_pages=len(ranges),
+                        prev=up + wiki_pages.session_file(sid, page - 1, "html") if page > 0 else None,
+                        next=up + wiki_pages.session_file(sid, page + 1, "html") if page + 1 < len(ranges) else None,
+                        range=(ranges[page][0] + 1, ranges[page][1] + 1) if ranges else None)}
 
 
 def build_site(data: WikiData, svgs: dict[str, str], index_js: str, with_sessions: bool = True) -> dict:

@@ -30,7 +30,12 @@ ANSWER_MAX = 2000
 RECENT_SESSIONS = 10
 LATEST_SESSIONS = 20  # on the index; the rest by month
 MONTH_PAGE = 100  # sessions per month page; a busier month gets more pages
-CALLS_PER_PROMPT = 40  # tool calls listed per prompt (failed ones always)
+CALLS_PER_PROMPT = 40  # tool calls listed per prompt (failed ones always, up to FAILED_PER_PROMPT)
+FAILED_PER_PROMPT = 1_000
+# a session's pages (wiki and site): at most PAGE_PROMPTS prompts each, and a page closes before its tool calls
+# pass PAGE_CALLS (a prompt with more is a page of its own); one session of 200,000 calls was one 97 MB page
+PAGE_PROMPTS = 200
+PAGE_CALLS = 2_000
 TOP_FILES = 10
 TOP_TERMS = 15
 
@@ -173,13 +178,46 @@ def month_page(data: WikiData, month: str, pages: list[list[dict]], page: int) -
                       f"# {title}\n", " · ".join(nav) + "\n", head, _sessions_table(data, sessions, "../")]) + "\n"
 
 
+def page_ranges(turns: list[tuple[int, int | None]]) -> list[tuple[int, int]]:
+    """The pages of a session's prompts, from (turn_index, n_tool_calls) of each in order: the first and last
+    turn index of each page (PAGE_PROMPTS, PAGE_CALLS). Empty when one page holds them all."""
+    ranges: list[tuple[int, int]] = []
+    first = last = None
+    n_prompts = n_calls = 0
+    for turn, calls in turns:
+        if first is not None and (n_prompts >= PAGE_PROMPTS or n_calls + (calls or 0) > PAGE_CALLS):
+            ranges.append((first, last))
+            first, n_prompts, n_calls = None, 0, 0
+        first = turn if first is None else first
+        last, n_prompts, n_calls = turn, n_prompts + 1, n_calls + (calls or 0)
+    if first is not None:
+        ranges.append((first, last))
+    return ranges if len(ranges) > 1 else []
+
+
+def session_file(session_id: str, page: int, ext: str) -> str:
+    """Where page ``page`` (0-based) of a session is: ``sessions/<name>.<ext>``, then
+    ``sessions/<name>/p2.<ext>``, ... (no session's name holds a slash: ``page_name``)."""
+    name = page_name(session_id)
+    return f"sessions/{name}.{ext}" if page == 0 else f"sessions/{name}/p{page + 1}.{ext}"
+
+
+def page_of(ranges: list[tuple[int, int]], turn_index: int | None) -> int:
+    """The page a prompt is on (``page_ranges``): 0 for a session of one page, or a turn before the first."""
+    if turn_index is None:
+        return 0
+    return next((k for k, (_first, last) in enumerate(ranges) if turn_index <= last), max(len(ranges) - 1, 0))
+
+
 def tool_call_lines(calls: list[dict], limit: int = CALLS_PER_PROMPT) -> str:
     """One line per tool call of a prompt: status, tool, what it was about, how long; a failed call with
-    its error. Past ``limit`` only the failed calls are listed."""
+    its error. Past ``limit`` only the failed calls are listed (at most FAILED_PER_PROMPT)."""
     lines, hidden = [], 0
+    n_failed = 0
     for i, c in enumerate(calls):
         failed = c["is_success"] is False
-        if i >= limit and not failed:
+        n_failed += failed
+        if i >= limit and (not failed or n_failed > FAILED_PER_PROMPT):
             hidden += 1
             continue
         mark = "✗ failed" if failed else ("✓" if c["is_success"] else "· no result")
@@ -190,7 +228,7 @@ def tool_call_lines(calls: list[dict], limit: int = CALLS_PER_PROMPT) -> str:
             line += f": {cell(c['error_message'][:300])}"
         lines.append(line)
     if hidden:
-        lines.append(f"- … and {plural(hidden, 'more call')} that succeeded (all in `fct_tool_calls`)")
+        lines.append(f"- … and {plural(hidden, 'more call')} (all in `fct_tool_calls`)")
     return "\n".join(lines)
 
 
@@ -245,17 +283,69 @@ def project_page(data: WikiData, p: dict, has_topic_chart: bool) -> str:
     return "\n".join(parts) + "\n"
 
 
-def session_page(data: WikiData, s: dict) -> str:
+def session_page(data: WikiData, s: dict, page: int = 0, ranges: list[tuple[int, int]] | None = None) -> str:
+    """Page ``page`` of a session (``ranges``: its pages, from ``page_ranges``; none: one page). The first page
+    holds what the session is (facts, cost, checkpoints, files, references, memories) and its first prompts;
+    each other page the prompts of its range."""
     sid = s["session_id"]
-    turns, checkpoints, files = data.turns.get(sid, []), data.checkpoints.get(sid, []), data.session_files.get(sid, [])
-    refs, usage, memories = data.refs.get(sid, []), data.session_usage.get(sid, []), data.memories.get(sid, [])
+    ranges = ranges or []
+    first_turn, last_turn = ranges[page] if ranges else (None, None)
+    turns = [t for t in data.turns.get(sid, []) if first_turn is None or first_turn <= t["turn_index"] <= last_turn]
+    up = "../" * session_file(sid, page, "md").count("/")
     meta = {"title": s["title"] or s["session_id"], "type": "session", "session_id": s["session_id"],
             "project": data.project_name.get(s["project_id"]), "client": s["client"],
             "started_at": fmt_ts(s["started_at"]), "ended_at": fmt_ts(s["ended_at"]),
             "copilot_version": s["copilot_version"], "models": list(s["models"] or []),
             "sources": list(s["sources"] or [])}
+    if ranges:
+        meta["page"] = page + 1
+        meta["pages"] = len(ranges)
     if s["is_gone"]:
         meta["gone_from_disk"] = True
+    parts = [front_matter(meta), f"# {cell(s['title'] or s['session_id'])}\n",
+             f"[Index]({up}index.md) · {_project_link(data, s['project_id'], up)}\n"]
+    if ranges:
+        here = session_file(sid, page, "md")
+        links = [f"{k + 1}" if k == page else link(f"{k + 1}", _relative(here, session_file(sid, k, "md")))
+                 for k in range(len(ranges))]
+        parts.append(f"Page {page + 1} of {len(ranges)} (prompts {first_turn + 1}-{last_turn + 1} of "
+                     f"{s['n_turns']:,}): " + " · ".join(links) + "\n")
+    if page == 0:
+        parts += _session_head(data, s)
+    parts.append("## Prompts\n")
+    if not turns:
+        parts.append("No prompts recorded.\n")
+    calls_by_turn = data.calls_by_turn(sid)
+    if calls_by_turn.get(None) and page == 0:
+        parts.append("Tool calls before the first prompt:\n\n" + tool_call_lines(calls_by_turn[None]) + "\n")
+    for t in turns:
+        calls = calls_by_turn.get(t["turn_index"], [])
+        n_failed = sum(c["is_success"] is False for c in calls)
+        parts.append(f"### {t['turn_index'] + 1}. {fmt_ts(t['started_at'])}"
+                     + (f" · {plural(t['n_tool_calls'], 'tool call')}" if t["n_tool_calls"] else "")
+                     + (f", {n_failed} failed" if n_failed else "") + "\n")
+        parts.append(fenced(t["user_message"]) + "\n")
+        answer = t["assistant_response"]
+        if answer:
+            if len(answer) > ANSWER_MAX:
+                answer = answer[:ANSWER_MAX] + f"\n\n… ({len(answer) - ANSWER_MAX:,} more characters in fct_turns)"
+            parts.append("**Answer**\n\n" + quoted(answer) + "\n")
+        if calls:
+            parts.append("**Tool calls**\n\n" + tool_call_lines(calls) + "\n")
+    if page == 0:
+        parts += _session_tail(data, s)
+    return "\n".join(parts)
+
+
+def _relative(here: str, there: str) -> str:
+    """The link from the page ``here`` to the page ``there`` (both relative to the wiki's root)."""
+    return "../" * here.count("/") + there
+
+
+def _session_head(data: WikiData, s: dict) -> list[str]:
+    """What a session is: its facts, tokens and cost, checkpoints (the first page)."""
+    sid = s["session_id"]
+    checkpoints, usage = data.checkpoints.get(sid, []), data.session_usage.get(sid, [])
     rows = [["project", _project_link(data, s["project_id"], "../")],
             ["started / ended (UTC)", f"{fmt_ts(s['started_at'])} / {fmt_ts(s['ended_at'])}"],
             ["duration", fmt_duration(s["duration_s"])],
@@ -264,8 +354,7 @@ def session_page(data: WikiData, s: dict) -> str:
             ["Copilot", f"{cell(s['client'])} {cell(s['copilot_version'])}"],
             ["prompts / tool calls / failed", f"{s['n_turns']} / {s['n_tool_calls']} / {s['n_failed_tool_calls']}"],
             ["read from", cell(", ".join(s["sources"] or []))]]
-    parts = [front_matter(meta), f"# {cell(s['title'] or s['session_id'])}\n",
-             f"[Index](../index.md) · {_project_link(data, s['project_id'], '../')}\n"]
+    parts = []
     if s["is_gone"]:
         parts.append("> Copilot no longer has this session on disk; the warehouse kept it.\n")
     if s["summary"] and s["summary"] != s["title"]:
@@ -290,26 +379,14 @@ def session_page(data: WikiData, s: dict) -> str:
                                ("next_steps", "Next steps")):
                 if c[key]:
                     parts.append(f"**{label}**\n\n{quoted(c[key])}\n")
-    parts.append("## Prompts\n")
-    if not turns:
-        parts.append("No prompts recorded.\n")
-    calls_by_turn = data.calls_by_turn(sid)
-    if calls_by_turn.get(None):
-        parts.append("Tool calls before the first prompt:\n\n" + tool_call_lines(calls_by_turn[None]) + "\n")
-    for t in turns:
-        calls = calls_by_turn.get(t["turn_index"], [])
-        n_failed = sum(c["is_success"] is False for c in calls)
-        parts.append(f"### {t['turn_index'] + 1}. {fmt_ts(t['started_at'])}"
-                     + (f" · {plural(t['n_tool_calls'], 'tool call')}" if t["n_tool_calls"] else "")
-                     + (f", {n_failed} failed" if n_failed else "") + "\n")
-        parts.append(fenced(t["user_message"]) + "\n")
-        answer = t["assistant_response"]
-        if answer:
-            if len(answer) > ANSWER_MAX:
-                answer = answer[:ANSWER_MAX] + f"\n\n… ({len(answer) - ANSWER_MAX:,} more characters in fct_turns)"
-            parts.append("**Answer**\n\n" + quoted(answer) + "\n")
-        if calls:
-            parts.append("**Tool calls**\n\n" + tool_call_lines(calls) + "\n")
+    return parts
+
+
+def _session_tail(data: WikiData, s: dict) -> list[str]:
+    """The files a session touched, its references, plans and memories (the first page)."""
+    sid = s["session_id"]
+    files, refs, memories = data.session_files.get(sid, []), data.refs.get(sid, []), data.memories.get(sid, [])
+    parts = []
     if files:
         parts.append("## Files\n")
         parts.append(table(["file", "actions", "touches", "first seen (UTC)"],
@@ -322,7 +399,7 @@ def session_page(data: WikiData, s: dict) -> str:
         parts.append("## Plans and memories\n")
         for m in memories:
             parts.append(f"### {code(m['path'])} ({cell(m['kind'])})\n\n{quoted(m['content'])}\n")
-    return "\n".join(parts)
+    return parts
 
 
 def files_page(data: WikiData) -> str:
@@ -419,9 +496,19 @@ def runs_page(data: WikiData) -> str:
 
 
 # ------------------------------------------------------------------------------------ all of them
+def session_ranges(data: WikiData, sid: str) -> list[tuple[int, int]]:
+    """A session's pages (``page_ranges``), from the turns ``data`` holds of it."""
+    return page_ranges([(t["turn_index"], t["n_tool_calls"]) for t in data.turns.get(sid, [])])
+
+
 def session_pages(data: WikiData, sessions: list[dict]) -> dict[str, str]:
-    """The page of each of ``sessions`` as {relative path: content}."""
-    return {f"sessions/{page_name(sess['session_id'])}.md": session_page(data, sess) for sess in sessions}
+    """The pages of each of ``sessions`` as {relative path: content} (``data`` holds all their turns)."""
+    out = {}
+    for sess in sessions:
+        ranges = session_ranges(data, sess["session_id"])
+        for page in range(max(1, len(ranges))):
+            out[session_file(sess["session_id"], page, "md")] = session_page(data, sess, page, ranges)
+    return out
 
 
 def build_pages(data: WikiData, with_sessions: bool = True) -> tuple[dict[str, str], dict[str, tuple]]:

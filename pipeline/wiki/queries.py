@@ -118,17 +118,54 @@ def _usage(con: duckdb.DuckDBPyConnection, project_id: str | None = None) -> Usa
                  _rows(con, _USAGE_MODELS.format(where=where), params))
 
 
-def session_parts(con: duckdb.DuckDBPyConnection, first: str | None = None,
-                  last: str | None = None) -> dict[str, dict[str, list[dict]]]:
+# the parts of a session page that grow with its prompts: read a page at a time for a session of several pages
+PAGED_PARTS = ("turns", "tool_calls")
+
+
+def session_parts(con: duckdb.DuckDBPyConnection, first: str | None = None, last: str | None = None,
+                  paged: frozenset[str] = frozenset()) -> dict[str, dict[str, list[dict]]]:
     """What the session pages show (``SESSION_PARTS``), of every session or of the session ids from
-    ``first`` to ``last``."""
-    where, params = ("session_id between ? and ?", [first, last]) if first is not None else ("true", None)
-    return {part: _by(con, "session_id", sql.format(where=where), params) for part, sql in SESSION_PARTS.items()}
+    ``first`` to ``last``; of the ``paged`` sessions without their turns and tool calls (``with_page``)."""
+    where, params = ("session_id between ? and ?", [first, last]) if first is not None else ("true", [])
+    out = {}
+    for part, sql in SESSION_PARTS.items():
+        if part in PAGED_PARTS and paged:
+            out[part] = _by(con, "session_id", sql.format(where=f"{where} and not list_contains(?, session_id)"),
+                            [*params, sorted(paged)])
+        else:
+            out[part] = _by(con, "session_id", sql.format(where=where), params or None)
+    return out
 
 
-def with_sessions(con: duckdb.DuckDBPyConnection, data: WikiData, first: str, last: str) -> WikiData:
-    """``data`` (read without the session parts) with those of the session ids ``first`` to ``last``."""
-    return dataclasses.replace(data, **session_parts(con, first, last))
+def with_sessions(con: duckdb.DuckDBPyConnection, data: WikiData, first: str, last: str,
+                  paged: frozenset[str] = frozenset()) -> WikiData:
+    """``data`` (read without the session parts) with those of the session ids ``first`` to ``last`` (of the
+    ``paged`` ones, their turns and tool calls a page at a time: ``with_page``)."""
+    return dataclasses.replace(data, **session_parts(con, first, last, paged))
+
+
+def page_plans(con: duckdb.DuckDBPyConnection, first: str | None = None,
+               last: str | None = None) -> dict[str, list[tuple[int, int]]]:
+    """The pages of the sessions (from ``first`` to ``last``, or all) that have several (``pages.page_ranges``)."""
+    from .pages import PAGE_CALLS, PAGE_PROMPTS, page_ranges
+
+    where, params = ("session_id between ? and ? and", [first, last]) if first is not None else ("", [])
+    turns = _by(con, "session_id", f"""
+        select session_id, turn_index, n_tool_calls from fct_turns
+        where session_id in (select session_id from dim_sessions where {where} (n_turns > ? or n_tool_calls > ?))
+        order by session_id, turn_index""", [*params, PAGE_PROMPTS, PAGE_CALLS])
+    plans = {sid: page_ranges([(t["turn_index"], t["n_tool_calls"]) for t in ts]) for sid, ts in turns.items()}
+    return {sid: ranges for sid, ranges in plans.items() if ranges}
+
+
+def with_page(con: duckdb.DuckDBPyConnection, data: WikiData, session_id: str, first_turn: int, last_turn: int,
+              is_first: bool) -> WikiData:
+    """``data`` with the turns and tool calls of one page of a session (the calls before its first prompt on
+    the first page)."""
+    where = "session_id = ? and (turn_index between ? and ?" + (" or turn_index is null)" if is_first else ")")
+    params = [session_id, first_turn, last_turn]
+    return dataclasses.replace(data, **{part: _by(con, "session_id", SESSION_PARTS[part].format(where=where), params)
+                                        for part in PAGED_PARTS})
 
 
 def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
