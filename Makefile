@@ -44,7 +44,7 @@ lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
 	$(VENV)/bin/sqlfluff lint sql
 
 SIZE ?= 1024
-bench: $(STAMP)  ## timings and peak memory on SIZE-MB synthetic corpora of both shapes (SIZES=256,512,1024 for scaling; SHAPES=events or outputs for one)
+bench: $(STAMP)  ## timings and peak memory: SIZE-MB corpora (events, outputs), one 500 MB log, one session of 200,000 tool calls (SIZES=256,512,1024 for scaling; SHAPES=events,calls for some)
 	$(PY) -m tools.bench --size-mb $(SIZE) $(if $(SIZES),--sizes $(SIZES),) $(if $(SHAPES),--shapes $(SHAPES),)
 
 screenshots: $(STAMP)  ## the README's screenshots of the demo site (browser tests, into data/screenshots/)

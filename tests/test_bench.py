@@ -53,3 +53,21 @@ def test_a_target_whose_step_failed_is_not_measured():
     v = bench.verdict(rows)
     assert v["full/floor in CPU time"] == "7.50x"
     assert v["full/floor"] == "10.00x MISSED" and v["report/full"] == "0.75x met" and v["peak RSS"] == "100 MB met"
+
+
+def test_the_one_log_and_the_many_calls_shapes_are_one_session_each(tmp_path, monkeypatch):
+    # make bench's shapes for memory bounded by a record: one large log, one session of many tool calls
+    monkeypatch.setattr(bench, "ONELOG_MB", 1)
+    monkeypatch.setattr(bench, "CALLS", 300)
+    for shape in ("onelog", "calls"):
+        corpus = bench.generate(tmp_path / shape, 0, shape=shape)
+        logs = list((corpus / "copilot-home" / "session-state").glob("*/events.jsonl"))
+        assert len(logs) == 1
+        lines = logs[0].read_text().splitlines()
+        if shape == "calls":
+            assert sum('"tool.execution_complete"' in line for line in lines) == 300
+        else:
+            assert logs[0].stat().st_size >= 1024 * 1024
+        rows = bench.bench(corpus, tmp_path / f"run-{shape}")
+        assert all(r["ok"] for r in rows)
+        assert bench.label(shape, rows).startswith(shape)

@@ -1,10 +1,13 @@
 """``make bench``: large synthetic corpora and the timings the performance targets are read from.
 
-    python -m tools.bench [--size-mb 1024] [--sizes 256,512,1024] [--shapes events,outputs] [--dir data/bench]
+    python -m tools.bench [--size-mb 1024] [--sizes 256,512,1024] [--shapes events,outputs,onelog,calls]
+                          [--dir data/bench]
 
-Two corpus shapes: ``events`` (many small events: prompts, short tool outputs, a 56 KB system
+Four corpus shapes: ``events`` (many small events: prompts, short tool outputs, a 56 KB system
 prompt per session, 3% of outputs large) and ``outputs`` (tool outputs of ~45 KB each are ~95% of
-the bytes, as in agent sessions that read whole files). Each step runs as its own process (wall
+the bytes, as in agent sessions that read whole files), both of --size-mb; ``onelog`` (one events.jsonl
+of 500 MB, the ``events`` shape) and ``calls`` (one session of 200,000 tool calls), whatever the size:
+what must not take memory in proportion to a log or a session. Each step runs as its own process (wall
 time, and from ``wait4`` that process's peak RSS and the CPU time of it and every process and thread it
 ran, workers included):
   (a) floor   one DuckDB query (``ignore_errors=true``, so it also runs on a damaged corpus) that
@@ -114,9 +117,38 @@ def session_log(rng: random.Random, sid: str, start: datetime, target_bytes: int
     return log.text(), prompts
 
 
+SHAPES = ("events", "outputs", "onelog", "calls")
+SIZED = ("events", "outputs")  # the shapes of --size-mb; the others have one size
+ONELOG_MB = 500  # the ``onelog`` shape: one events.jsonl this large, whatever --size-mb says
+CALLS = 200_000  # the ``calls`` shape: one session with this many tool calls
+
+
+def calls_log(sid: str, start: datetime, n_calls: int, project: str) -> str:
+    """One session with ``n_calls`` tool calls (20 per prompt, small outputs): the largest session of a
+    heavy agent user, whose page and star rows are built whole."""
+    rng = random.Random(n_calls)
+    log = Log(sid, start, NS)
+    log.add("session.start", {"sessionId": sid, "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.78",
+                              "startTime": iso(start), "context": {"cwd": project, "gitRoot": project}}, 0)
+    for k in range(n_calls):
+        if k % 20 == 0:
+            log.add("user.message", {"content": f"step {k // 20}: " + " ".join(rng.choice(WORDS) for _ in range(12))})
+        call = f"toolu_{k:08d}"
+        path = f"{project}/src/{rng.choice(WORDS)}_{k % 300}.py"
+        tool, args = rng.choice([("view", {"path": path}), ("bash", {"command": f"pytest -q {path}"}),
+                                 ("edit", {"path": path, "old_str": "a", "new_str": "b"})])
+        log.add("assistant.message", {"content": "", "model": "claude-sonnet-4.6", "outputTokens": rng.randint(20, 400),
+                                      "toolRequests": [{"toolCallId": call, "name": tool, "arguments": args}]}, 0.2)
+        log.add("tool.execution_start", {"toolCallId": call, "toolName": tool, "arguments": args}, 0.1)
+        log.add("tool.execution_complete", {"toolCallId": call, "success": rng.random() > 0.03,
+                                            "result": {"content": _code(rng, rng.randint(1, 4))}}, 0.4)
+    return log.text()
+
+
 def generate(out: Path, size_mb: int, seed: int = 7, shape: str = "events") -> Path:
     """About ``size_mb`` MB of events.jsonl (``events``: ~5 sessions per MB; ``outputs``: ~2.6 per MB, as
-    1,500 sessions in 578 MB), a matching session-store.db and VS Code data."""
+    1,500 sessions in 578 MB), a matching session-store.db and VS Code data; ``onelog``: one log of
+    ONELOG_MB MB (the ``events`` shape); ``calls``: one session of CALLS tool calls."""
     marker = out / "corpus.json"
     if marker.is_file():
         meta = json.loads(marker.read_text())
@@ -127,6 +159,16 @@ def generate(out: Path, size_mb: int, seed: int = 7, shape: str = "events") -> P
     rng = random.Random(seed)
     home = out / "copilot-home"
     (home / "session-state").mkdir(parents=True)
+    if shape in ("onelog", "calls"):
+        sid = str(uuid.uuid5(NS, shape))
+        start = datetime(2026, 3, 1, tzinfo=timezone.utc)
+        text = calls_log(sid, start, CALLS, "/home/dev/agent") if shape == "calls" else \
+            session_log(rng, sid, start, ONELOG_MB * 1024 * 1024, "/home/dev/big", "events")[0]
+        (home / "session-state" / sid).mkdir()
+        (home / "session-state" / sid / "events.jsonl").write_text(text, encoding="utf-8")
+        (out / "vscode-user").mkdir()
+        marker.write_text(json.dumps({"size_mb": size_mb, "sessions": 1, "seed": seed, "shape": shape}))
+        return out
     target = size_mb * 1024 * 1024
     per = 1024 * 1024 // 5 if shape == "events" else 385_000  # sessions per MB: 5 (events), 2.6 (outputs)
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -298,8 +340,17 @@ TARGETS = "full <= 2x floor; peak RSS <= 1 GB per GB of logs, flat as they doubl
           "report <= full"
 
 
+def label(shape: str, rows: list[dict]) -> str:
+    """A corpus as the tables name it."""
+    if shape == "calls":
+        return f"calls, one session of {CALLS:,} tool calls ({rows[0]['logs_mb']:.0f} MB)"
+    if shape == "onelog":
+        return f"onelog, one {rows[0]['logs_mb']:.0f} MB log"
+    return f"{shape}, {rows[0]['logs_mb']:.0f} MB"
+
+
 def print_table(size_mb: int, rows: list[dict], shape: str = "events") -> None:
-    print(f"\ncorpus {size_mb} MB requested ({shape} shape), {rows[0]['logs_mb']:.0f} MB of events.jsonl")
+    print(f"\ncorpus {label(shape, rows)} of events.jsonl")
     print(f"{'step':<48} {'seconds':>8} {'CPU s':>7} {'MB/s':>7} {'peak RSS MB':>12} {'x floor':>8} {'x naive':>8}")
     for r in rows:
         flag = "" if r["ok"] else "  FAILED"
@@ -340,14 +391,14 @@ def markdown(results: dict) -> str:
     lines = ["| corpus | step | seconds | CPU s | MB/s | peak RSS MB | × floor | × naive |",
              "|---|---|---|---|---|---|---|---|"]
     for (shape, _size), rows in results.items():
-        label = f"{shape}, {rows[0]['logs_mb']:.0f} MB"
+        name = label(shape, rows)
         for r in rows:
             step = r["step"] if r["ok"] else f"{r['step']} (FAILED)"
-            lines.append(f"| {label} | {step} | {r['seconds']:.1f} | {_cpu(r)} | {r['mb_per_s']:.1f} | "
+            lines.append(f"| {name} | {step} | {r['seconds']:.1f} | {_cpu(r)} | {r['mb_per_s']:.1f} | "
                          f"{r['rss_mb']:.0f} | {r['x_floor']:.2f} | {r['x_naive']:.2f} |")
     lines += ["", f"Targets: {TARGETS}.", ""]
     for (shape, _size), rows in results.items():
-        lines.append(f"- {shape}, {rows[0]['logs_mb']:.0f} MB: "
+        lines.append(f"- {label(shape, rows)}: "
                      + "; ".join(f"{k} {v}" for k, v in verdict(rows).items()))
     return "\n".join(lines) + "\n"
 
@@ -356,21 +407,22 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=int, default=1024, help="events.jsonl volume of the corpus (default 1024)")
     ap.add_argument("--sizes", default="", help="comma-separated sizes to run in turn, e.g. 256,512,1024")
-    ap.add_argument("--shapes", default="events,outputs", help="corpus shapes: events, outputs (default both)")
+    ap.add_argument("--shapes", default=",".join(SHAPES),
+                    help="corpus shapes: events, outputs (of each size), onelog, calls (one size) (default all)")
     ap.add_argument("--dir", type=Path, default=REPO / "data" / "bench")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s] or [args.size_mb]
     shapes = [s for s in args.shapes.split(",") if s]
     results = {}
     for shape in shapes:
-        for size in sizes:
+        for size in (sizes if shape in SIZED else [ONELOG_MB if shape == "onelog" else 0]):
             t = time.perf_counter()
             corpus = generate(args.dir / f"corpus-{shape}-{size}mb", size, shape=shape)
             print(f"corpus {size} MB ({shape}) ready in {time.perf_counter() - t:.0f}s at {corpus}", flush=True)
             results[(shape, size)] = bench(corpus, args.dir / f"run-{shape}-{size}mb")
             print_table(size, results[(shape, size)], shape)
     if len(sizes) > 1:
-        for shape in shapes:
+        for shape in (s for s in shapes if s in SIZED):
             print(f"\npeak RSS of the full ingest by corpus size ({shape}): " + ", ".join(
                 f"{s} MB -> {results[(shape, s)][2]['rss_mb']:.0f} MB" for s in sizes))
     (args.dir / "results.json").write_text(json.dumps({f"{sh}-{sz}": r for (sh, sz), r in results.items()},
