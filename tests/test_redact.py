@@ -12,9 +12,9 @@ GH = "ghp_" + "a1B2" * 9
     ("-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----", "private_key"),
     ("xoxb-123456-789012-abcdefABCDEF", "slack_token"),
     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "jwt"),
-    ("password=hunter2!", "assignment"),
-    ('api_key: "sk_abcdef123456"', "assignment"),
-    ("postgres://app:s3cr3t@db.local:5432/app", "connection_string_password"),
+    ("password=hunter2!", "secret_value"),
+    ('api_key: "sk_abcdef123456"', "secret_value"),
+    ("postgres://app:s3cr3t@db.local:5432/app", "url_password"),
 ])
 def test_secrets_are_replaced_by_a_marker_naming_the_kind(text, kind):
     r = Redactor()
@@ -43,8 +43,8 @@ def test_disabled_redactor_keeps_text():
 def test_a_known_token_format_wins_over_the_generic_assignment_it_sits_in():
     r = Redactor()
     assert r(f"export GITHUB_TOKEN={GH} and password=hunter2!") == \
-        "export GITHUB_TOKEN=[REDACTED:github_token] and password=[REDACTED:assignment]"
-    assert dict(r.counts) == {"github_token": 1, "assignment": 1}
+        "export GITHUB_TOKEN=[REDACTED:github_token] and password=[REDACTED:secret_value]"
+    assert dict(r.counts) == {"github_token": 1, "secret_value": 1}
 
 
 def test_text_whose_lower_case_changes_length_is_still_redacted():
@@ -188,7 +188,7 @@ def test_the_reader_screens_each_event_by_its_own_bytes(tmp_path):
     res = read_event_log(Source(str(log), "events", "s"), Context("r", Redactor()), None, "events")
     events = res.rows["stg_events"]
     assert [e["content"] for e in events[:3]] == [
-        "auth = refresh(session)", "token=[REDACTED:assignment]", "ok"]
-    assert events[3]["content"] == "first line\n password=[REDACTED:assignment]"  # rejoined, then redacted
+        "auth = refresh(session)", "token=[REDACTED:secret_value]", "ok"]
+    assert events[3]["content"] == "first line\n password=[REDACTED:secret_value]"  # rejoined, then redacted
     assert "transformedContent" not in (events[2]["extra"] or "")
     assert events[4]["extra"] == '{"deep":{"keep":"auth = refresh(x)"}}'

@@ -52,6 +52,10 @@ class Planter:
             lambda: "glpat-" + h[:20],
             lambda: "hf_" + h[:34],
             lambda: "api_key=" + h[:24],
+            # what only the structure of the text names: an .env line, an option, a connection string
+            lambda: f"\nSECRET_KEY_BASE={h[:40]}\n",
+            lambda: f"mysql --password {h[:20]}Qz",
+            lambda: f"Server=db;Password={h[:24]}x;",
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 
@@ -73,6 +77,10 @@ class Planter:
                    for k, v in value.items()}
             token, _ = self.secret(f"key of {where}", f"{where} (a key)")
             out[token] = "unknown key"  # an unknown key holding a secret
+            # a key that names a secret, its value in no token format (tool arguments, an MCP server's env)
+            h = hashlib.sha256(f"value of {where}".encode("utf-8", "surrogateescape")).hexdigest()
+            self.needles.setdefault(h[:16], f"{where} (client_secret)")
+            out["client_secret"] = f"{h[:16]}/{h[16:30]}="
             return out
         if isinstance(value, list):
             if key == "k":  # a mutation log's path into the state: structure, not text
@@ -155,7 +163,7 @@ def plant_corpus(dst: Path) -> Planter:
         if d.parent.name in ("session-state", "workspaceStorage", "memories"):
             p.name(d)
     # what the sample does not have: an unknown event type, reasoning, transformed content
-    folder = next((dst / "copilot-home" / "session-state").iterdir())
+    folder = next(d for d in sorted((dst / "copilot-home" / "session-state").iterdir()) if d.is_dir())
     if folder.is_dir():
         log = folder / "events.jsonl"
         token, _ = p.secret("event type", "an unknown event type")

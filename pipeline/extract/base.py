@@ -263,12 +263,27 @@ def keep(value: object):
     return value
 
 
-def scrub(value: object, redact: Redactor):
-    """Drop forbidden keys at any depth and redact every string, keys included."""
+def scrub(value: object, redact: Redactor | Callable):
+    """Drop forbidden keys at any depth and redact the rest: a ``Redactor`` sees the structure (a key that
+    names a secret, an option before its value: ``Redactor.structure``); any other function (``keep``, on a
+    line the secret screen cleared) is applied to every string, keys included."""
+    cleaned = _without_forbidden(value)
+    return redact.structure(cleaned) if isinstance(redact, Redactor) else _each_string(cleaned, redact)
+
+
+def _without_forbidden(value: object):
     if isinstance(value, dict):
-        return {redact(k): scrub(v, redact) for k, v in value.items() if k not in FORBIDDEN_KEYS}
+        return {k: _without_forbidden(v) for k, v in value.items() if k not in FORBIDDEN_KEYS}
     if isinstance(value, list):
-        return [scrub(v, redact) for v in value]
+        return [_without_forbidden(v) for v in value]
+    return value
+
+
+def _each_string(value: object, redact: Callable):
+    if isinstance(value, dict):
+        return {redact(k): _each_string(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_each_string(v, redact) for v in value]
     if isinstance(value, str):
         return redact(value)
     return value

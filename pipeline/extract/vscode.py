@@ -514,7 +514,8 @@ def read_state_db(source: Source, ctx: Context, prior: Prior | None) -> ReadResu
                 "extra": to_json({k: e.get(k) for k in ("isEmpty", "lastResponseState", "initialLocation") if k in e}),
                 "_source_path": source.path, "_run_id": ctx.run_id})
         except Exception as exc:  # noqa: BLE001 - an index entry of any shape
-            res.reject(source.path, f"chat index entry could not be read: {exc}", excerpt=ctx.excerpt(to_json(e)))
+            res.reject(source.path, f"chat index entry could not be read: {exc}",
+                       excerpt=ctx.excerpt(to_json({sid: e})))  # with its key: a key may name a secret
     if problems:
         res.reject(source.path, f"chat index kept; {problems.reason()}")
     res.n_records = len(res.rows.get("stg_session_meta", []))

@@ -1,0 +1,223 @@
+"""A labelled corpus for secret redaction: planted secrets in every place they hide in Copilot history, and
+look-alikes from the real samples that hold none.
+
+``planted()``: (kind, place, what is redacted - a text or parsed JSON -, the secret) for every token format
+the redactor names and every way a value is named secret, each in the places Copilot's logs carry text: a
+prompt, a tool's output (an ``.env`` file, a config dump, a command's output), a command line, tool
+arguments and an MCP server's configuration (parsed JSON), a URL, a header. The secrets are made up (a
+seeded random), in the shape of the real thing.
+
+``lookalikes()``: lines of ``tests/data/lookalikes.txt`` - lines of the real samples (``../shared``) that
+name tokens, passwords, keys and credentials without holding one (code, placeholders, test output), and
+their ids, hashes and UUIDs - each of which must come out of redaction unchanged.
+
+``measure(redact_text, redact_json)`` scores a redactor on both; ``tools/secrets_compare.py`` scores other
+rule sets on the same corpus.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+LOOKALIKES = Path(__file__).parent / "data" / "lookalikes.txt"
+_ALNUM = string.ascii_letters + string.digits
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str
+    place: str
+    value: object  # a text, or parsed JSON (dict / list)
+    secret: str
+
+
+def _r(rng: random.Random, n: int, alphabet: str = _ALNUM) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def _tokens(rng: random.Random) -> dict[str, str]:
+    """One made-up token of each format the redactor names (the kind is its marker's name)."""
+    hexa, upper = "0123456789abcdef", string.ascii_uppercase + string.digits
+    b64 = string.ascii_letters + string.digits + "+/"
+    url = string.ascii_letters + string.digits + "_-"
+    pem = "\n".join(_r(rng, 64, b64) for _ in range(6))
+    return {
+        "github_token": "ghp_" + _r(rng, 36),
+        "github_pat": "github_pat_" + _r(rng, 22) + "_" + _r(rng, 59),
+        "aws_access_key": "AKIA" + _r(rng, 16, upper),
+        "slack_token": f"xoxb-{_r(rng, 11, string.digits)}-{_r(rng, 12, string.digits)}-{_r(rng, 24)}",
+        "slack_webhook": f"https://hooks.slack.com/services/T{_r(rng, 8, upper)}/B{_r(rng, 10, upper)}/{_r(rng, 24)}",
+        "discord_webhook": f"https://discord.com/api/webhooks/{_r(rng, 18, string.digits)}/{_r(rng, 68, url)}",
+        "jwt": "eyJ" + _r(rng, 30, url) + ".eyJ" + _r(rng, 60, url) + "." + _r(rng, 43, url),
+        "openai_key": "sk-proj-" + _r(rng, 48, url),
+        "anthropic_key": "sk-ant-api03-" + _r(rng, 93, url) + "AA",
+        "huggingface_token": "hf_" + _r(rng, 34),
+        "gitlab_token": "glpat-" + _r(rng, 20, url),
+        "google_oauth_secret": "GOCSPX-" + _r(rng, 28, url),
+        "google_api_key": "AIza" + _r(rng, 35, url),
+        "stripe_key": "sk_live_" + _r(rng, 24),
+        "npm_token": "npm_" + _r(rng, 36),
+        "pypi_token": "pypi-AgEIcHlwaS5vcmc" + _r(rng, 70, url),
+        "sendgrid_key": "SG." + _r(rng, 22, url) + "." + _r(rng, 43, url),
+        "twilio_key": "SK" + _r(rng, 32, hexa),
+        "discord_token": "M" + _r(rng, 25, url) + "." + _r(rng, 6, url) + "." + _r(rng, 38, url),
+        "telegram_bot_token": _r(rng, 10, string.digits) + ":AA" + _r(rng, 33, url),
+        "digitalocean_token": "dop_v1_" + _r(rng, 64, hexa),
+        "docker_token": "dckr_pat_" + _r(rng, 27, url),
+        "vault_token": "hvs." + _r(rng, 90, url),
+        "databricks_token": "dapi" + _r(rng, 32, hexa),
+        "shopify_token": "shpat_" + _r(rng, 32, hexa),
+        "linear_key": "lin_api_" + _r(rng, 40),
+        "doppler_token": "dp.pt." + _r(rng, 43),
+        "grafana_token": "glsa_" + _r(rng, 32) + "_" + _r(rng, 8, hexa),
+        "newrelic_key": "NRAK-" + _r(rng, 27, upper),
+        "postman_key": "PMAK-" + _r(rng, 24, hexa) + "-" + _r(rng, 34, hexa),
+        "age_secret_key": "AGE-SECRET-KEY-1" + _r(rng, 58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"),
+        "private_key": f"-----BEGIN RSA PRIVATE KEY-----\n{pem}\n-----END RSA PRIVATE KEY-----",
+    }
+
+
+def _password(rng: random.Random) -> str:
+    """A made-up password or key, as people choose and tools generate them."""
+    return rng.choice([
+        lambda: _r(rng, 8, string.ascii_lowercase) + _r(rng, 3, string.digits) + rng.choice("!#%*"),
+        lambda: _r(rng, 24),
+        lambda: base64.b64encode(rng.randbytes(24)).decode(),
+        lambda: "".join(rng.choice("0123456789abcdef") for _ in range(40)),
+        lambda: "-".join((_r(rng, 6, string.ascii_lowercase), _r(rng, 6, string.ascii_lowercase),
+                          _r(rng, 4, string.digits))),
+    ])()
+
+
+def planted(seed: int = 27) -> list[Case]:
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    # every token format, in the places text of Copilot's logs comes from
+    token_places = [
+        ("prompt", lambda s: f"use this key to call the API: {s} and retry"),
+        ("tool output, .env file", lambda s: f"PORT=8000\nSERVICE_CREDENTIAL={s}\nDEBUG=false\n"),
+        ("tool output, JSON config", lambda s: json.dumps({"service": {"endpoint": "https://api.example.com",
+                                                                      "value": s}}, indent=2)),
+        ("command line", lambda s: f"curl -s -d '{s}' https://api.example.com/v1/check"),
+        ("tool arguments (parsed JSON)", lambda s: {"command": f"deploy --with {s}", "description": "deploy"}),
+    ]
+    for kind, token in _tokens(rng).items():
+        for place, make in token_places:
+            cases.append(Case(kind, place, make(token), token))
+    # values named secret: the syntaxes of .env files, YAML, JSON, code, headers, command lines, URLs
+    named = [
+        ("env line SECRET_KEY", lambda v: f"SECRET_KEY={v}\n"),
+        ("env line SECRET_KEY_BASE", lambda v: f"SECRET_KEY_BASE={v}\n"),
+        ("env line DB_PASS", lambda v: f"DB_HOST=db\nDB_PASS={v}\n"),
+        ("env line ENCRYPTION_KEY", lambda v: f"export ENCRYPTION_KEY={v}\n"),
+        ("env line PRIVATE_KEY", lambda v: f"PRIVATE_KEY=\"{v}\"\n"),
+        ("env line MAIL_PASS", lambda v: f"MAIL_USER=ana\nMAIL_PASS={v}\n"),
+        ("env line spaced", lambda v: f"DATABASE_PASSWORD = {v}\n"),
+        ("docker compose", lambda v: f"    environment:\n      - POSTGRES_PASSWORD={v}\n"),
+        ("yaml", lambda v: f"database:\n  user: app\n  password: {v}\n"),
+        ("yaml quoted", lambda v: f"api:\n  client_secret: \"{v}\"\n"),
+        ("json text", lambda v: json.dumps({"auth": {"apiKey": v}})),
+        ("json text nested escaped", lambda v: json.dumps({"body": json.dumps({"password": v})})),
+        ("python literal", lambda v: f"client = Client(api_key=\"{v}\")"),
+        ("python assignment", lambda v: f"password = '{v}'"),
+        ("js object", lambda v: f"const cfg = {{ token: '{v}', retries: 3 }};"),
+        ("js fallback", lambda v: f"const apiToken = process.env.API_TOKEN || '{v}';"),
+        ("powershell", lambda v: f"$env:GATEWAY_PASSWORD = \"{v}\""),
+        ("csharp", lambda v: f"var connectionString = \"Server=db;User Id=sa;Password={v};\";"),
+        ("ini", lambda v: f"[smtp]\nhost = mail\npasswd = {v}\n"),
+        ("header", lambda v: f"curl -H \"X-API-Key: {v}\" https://api.example.com"),
+        ("header cookie", lambda v: f"Cookie: session_token={v}"),
+        ("bearer", lambda v: f"Authorization: Bearer {v}"),
+        ("cli flag", lambda v: f"mysql -u root --password {v} app"),
+        ("cli flag =", lambda v: f"gh auth login --with-token --token={v}"),
+        ("cli basic auth", lambda v: f"curl -u ana:{v} https://example.com/api"),
+        ("url password", lambda v: f"postgres://app:{v}@db.internal:5432/app"),
+        ("url password percent-encoded", lambda v: f"vscode-remote://ssh-remote%2Bana%3A{v}%40build-host/srv"),
+        ("url query", lambda v: f"GET https://api.example.com/v1/items?limit=10&access_token={v}"),
+        ("shell default", lambda v: f"      - DB_PASSWORD=${{DB_PASSWORD:-{v}}}"),
+    ]
+    for place, make in named:
+        for _ in range(5):
+            value = _password(rng) if place != "bearer" else _r(rng, 32, _ALNUM + "-._~+/")
+            if place.startswith("url"):  # in a URL, as a URL writes it
+                value = quote(value, safe="")
+            cases.append(Case("secret_value", place, make(value), value))
+    # parsed JSON: keys that name secrets, an MCP server's configuration
+    structures = [
+        ("tool arguments", lambda v: {"url": "https://api.example.com", "password": v, "user": "ana"}),
+        ("tool arguments", lambda v: {"apiKey": v, "model": "gpt-4.1"}),
+        ("tool arguments", lambda v: {"client_secret": v, "client_id": "app-123"}),
+        ("mcp server args", lambda v: {"command": "npx", "args": ["-y", "db-server", "--password", v]}),
+        ("mcp server args", lambda v: {"command": "server", "args": ["--api-key", v, "--verbose"]}),
+        ("mcp server env", lambda v: {"command": "npx", "env": {"DB_PASSWORD": v, "PATH": "/usr/bin"}}),
+        ("mcp server headers", lambda v: {"type": "http", "headers": {"X-API-Key": v}}),
+        ("mcp server headers", lambda v: {"type": "sse", "headers": {"Authorization": f"Bearer {v}"}}),
+    ]
+    for place, make in structures:
+        for _ in range(5):
+            value = _password(rng) + _r(rng, 8)
+            cases.append(Case("secret_value", place, make(value), value))
+    return cases
+
+
+def lookalikes() -> list[str]:
+    return [line for line in LOOKALIKES.read_text(encoding="utf-8").split("\n") if line]
+
+
+@dataclass
+class Score:
+    n_planted: int
+    n_found: int
+    missed: list[Case]
+    n_lookalikes: int
+    changed: list[str]
+    kinds: int
+
+    @property
+    def recall(self) -> float:
+        return self.n_found / self.n_planted
+
+    @property
+    def precision(self) -> float:
+        return self.n_found / (self.n_found + len(self.changed)) if self.n_found + len(self.changed) else 1.0
+
+    def line(self) -> str:
+        return (f"recall {self.recall:.1%} ({self.n_found} of {self.n_planted} planted secrets of {self.kinds} kinds), "
+                f"precision {self.precision:.1%} ({len(self.changed)} of {self.n_lookalikes} look-alikes changed)")
+
+
+def measure(redact_text: Callable[[str], str], redact_json: Callable[[object], object] | None = None) -> Score:
+    """Score a redactor: a planted secret is found when no part of it 16 characters long (or all of a
+    shorter one) is left in the output; a look-alike is a false positive when the output differs."""
+    cases = planted()
+    missed = []
+    for case in cases:
+        if isinstance(case.value, str):
+            out = redact_text(case.value)
+        elif redact_json is not None:
+            out = json.dumps(redact_json(case.value))
+        else:  # a redactor without a structure walk sees the JSON as text
+            out = redact_text(json.dumps(case.value))
+        if _left(case.secret, out):
+            missed.append(case)
+    looks = lookalikes()
+    changed = [text for text in looks if redact_text(text) != text]
+    return Score(len(cases), len(cases) - len(missed), missed, len(looks), changed,
+                 len({c.kind for c in cases} | {c.place for c in cases if c.kind == "secret_value"}))
+
+
+def _left(secret: str, out: str) -> bool:
+    """Whether any stretch of the secret a reader could use is left in ``out``."""
+    parts = secret.split("\n")
+    for part in parts:
+        n = min(16, len(part))
+        if any(part[i:i + n] in out for i in range(0, max(1, len(part) - n + 1))):
+            return True
+    return False
