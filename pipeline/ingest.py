@@ -23,7 +23,7 @@ from .extract.base import Finder
 from .extract.parallel import read_all
 from .load import star
 from .load.spool import Spool, run_folder
-from .load.state import Plan, SourceState
+from .load.state import Plan, SourceState, keep_gone, restore_gone
 from .models import incremental_models_filled, run_models
 from .runs import RunSummary, new_run_id, record_run
 from .schema import MODELS, STAR
@@ -79,16 +79,20 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     (folder / "scratch").mkdir()
     try:
         with transaction(con):
-            if full:
+            kept: list[str] = []
+            if full:  # from scratch, but for what nothing can read again: the rows of sources gone from disk
+                kept = keep_gone(con)
                 drop_all(con)
             # a model this version adds (or one someone dropped) is built whole on this run, even if no source changed
             created = ensure_schema(con)
+            if kept:
+                restore_gone(con)
             if "_runs" in created:  # a new warehouse: everything is read
                 summary.mode = "full"
             new_models = {t.name for t in MODELS} & set(created)
             spool = Spool(con, folder / "staging")
             state = SourceState(con, spool, summary, redact)
-            affected: set[str] = set()
+            affected: set[str] = set(kept)
             upgrade = not full and format_version(con, created) < FORMAT_VERSION
             if upgrade:  # rows staged by an older version: read every source again, rebuild every session
                 log.warning("the warehouse was written by an older version: reading every source again and "

@@ -737,7 +737,11 @@ BOOKKEEPING = [
         ("fingerprint", "VARCHAR", "Size and mtime (of every file, for a folder; of db and -wal, for the store)."),
         ("last_good_offset", "BIGINT", "Bytes read to the end of the last complete record."),
         ("good_line", "BIGINT", "1-based line that starts at last_good_offset (append-only logs)."),
-        ("tail_digest", "VARCHAR", "md5 of the 4 KiB ending at last_good_offset: proves a log only grew."),
+        ("tail_digest", "VARCHAR", "md5 of the 4 KiB ending at last_good_offset."),
+        ("prefix_digest", "VARCHAR", "XXH3-128 of every byte before last_good_offset: proves an append-only log "
+                                     "only grew (an edit before it reads the file again)."),
+        ("head_digest", "VARCHAR", "md5 of the first 4 KiB: with tail_digest, checked on every run even when size "
+                                   "and mtime are unchanged (a log swapped for another of the same size)."),
         ("n_records", "BIGINT", "Records staged from the file."),
         ("is_present", "BOOLEAN", "False once the file vanished from disk (its rows are kept)."),
         ("last_run_id", "VARCHAR", "Run that last read it."),
@@ -763,7 +767,7 @@ BOOKKEEPING.append(_t(
 # Bumped when a new version reads sources differently or changes a column's type: a warehouse
 # written with an older format is upgraded on the next ingest (column types altered, every source
 # still on disk read again, every session's star rows rebuilt; rows of sources gone from disk kept).
-FORMAT_VERSION = 4  # 4: stg_events.result_head, result_chars, result_md5
+FORMAT_VERSION = 4  # 4: stg_events.result_head, result_chars, result_md5; _source_files.prefix_digest
 
 # views over the tables, created by warehouse.ensure_schema: documented like tables, never exported
 VIEWS = [_t(

@@ -1,6 +1,7 @@
 """Extract: one reader per source kind (declared in ``pipeline/sources.py``), registered in
 ``base.READERS`` by ``@reader(kind)``; discovery of the files of each kind; reading on every core."""
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,6 +21,28 @@ def discover(copilot_homes: Iterable[Path], vscode_users: Iterable[Path] = (),
         out.extend(cli_home.discover_copilot_home(Path(home), finder))
     for user in vscode_users:
         out.extend(vscode.discover_vscode_user(Path(user), finder))
+    return one_each(out)
+
+
+def one_each(sources: list[Source]) -> list[Source]:
+    """Each file once, whatever path names it: a root given twice, a root and a link to it, a session
+    folder linked into a home from another, are read once (by the first path that names them); their
+    records would be counted twice otherwise."""
+    folders: dict[str, str] = {}
+
+    def real(path: str) -> str:
+        parent, name = os.path.split(path)
+        if parent not in folders:
+            folders[parent] = os.path.realpath(parent)
+        return os.path.realpath(path) if os.path.islink(path) else os.path.join(folders[parent], name)
+
+    seen: set[str] = set()
+    out = []
+    for src in sources:
+        key = real(src.path)
+        if key not in seen:
+            seen.add(key)
+            out.append(src)
     return out
 
 _FINGERPRINTS = {"stat": stat_fingerprint, "sqlite": store.store_fingerprint}

@@ -47,6 +47,8 @@ class Prior:
     n_records: int
     good_line: int = 1
     tail_digest: str | None = None
+    prefix_digest: str | None = None
+    head_digest: str | None = None
 
 
 @dataclass

@@ -287,18 +287,43 @@ def _error(exc: BaseException) -> str:
 
 
 def tail_digest(path: str, offset: int) -> str:
-    """Digest of the 4 KiB that end at ``offset``: proves an append-only log only grew."""
+    """Digest of the 4 KiB that end at ``offset``: with ``head_digest``, the content check of a log whose
+    size and mtime did not change."""
     with open(path, "rb") as fh:
         fh.seek(max(0, offset - 4096))
         return hashlib.md5(fh.read(min(offset, 4096))).hexdigest()
 
 
+def head_digest(path: str) -> str:
+    """Digest of a file's first 4 KiB."""
+    with open(path, "rb") as fh:
+        return hashlib.md5(fh.read(4096)).hexdigest()
+
+
+def prefix_digest(path: str, offset: int) -> str:
+    """XXH3-128 of every byte before ``offset``: what was read of a log is still there, byte for byte."""
+    import xxhash
+
+    h = xxhash.xxh3_128()
+    with open(path, "rb") as fh:
+        left = offset
+        while left > 0:
+            chunk = fh.read(min(left, 8 * 1024 * 1024))
+            if not chunk:
+                break
+            h.update(chunk)
+            left -= len(chunk)
+    return h.hexdigest()
+
+
 def _is_append(path: str, prior: Prior) -> bool:
-    """The file grew and the bytes up to the last good offset are what was read before."""
+    """The file grew and every byte up to the last good offset is what was read before (an edit before it,
+    even one that keeps the size, as `sed -i` does, reads the file whole again)."""
     size = Path(path).stat().st_size
-    if size < prior.size or size < prior.last_good_offset:
+    if size < prior.size or size < prior.last_good_offset or not prior.prefix_digest:
         return False
-    return bool(prior.tail_digest) and prior.tail_digest == tail_digest(path, prior.last_good_offset)
+    return prior.tail_digest == tail_digest(path, prior.last_good_offset) and \
+        prior.prefix_digest == prefix_digest(path, prior.last_good_offset)
 
 
 @reader("events")

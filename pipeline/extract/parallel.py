@@ -24,7 +24,7 @@ from ..redact import Redactor, stored_path
 from ..schema import INT32, INT64, TABLES, to_arrow
 from ..sources import APPEND_KINDS
 from .base import READERS, Context, Prior, ReadResult, Source, max_text_chars
-from .events import tail_digest
+from .events import head_digest, prefix_digest, tail_digest
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -45,7 +45,9 @@ class Read:
     sessions: set[str]
     error: str | None
     redactions: dict[str, int]
-    tail: str | None = None  # digest proving an append-only log only grew (see events.tail_digest)
+    tail: str | None = None  # digests of an append-only log: see events.tail_digest, prefix_digest, head_digest
+    prefix: str | None = None
+    head: str | None = None
 
 
 @dataclass
@@ -137,9 +139,10 @@ def _read_one(source: Source, prior: Prior | None, run_id: str, redact: bool,
     rows = {} if res.skipped_reason else res.rows
     res.rows = {}
     sessions = spill.sessions | {r["session_id"] for rs in rows.values() for r in rs if r.get("session_id")}
-    tail = tail_digest(source.path, res.last_good_offset) if source.kind in APPEND_KINDS else None
+    digests = (tail_digest(source.path, res.last_good_offset), prefix_digest(source.path, res.last_good_offset),
+               head_digest(source.path)) if source.kind in APPEND_KINDS else (None, None, None)
     n_rows = spill.n_rows + sum(len(rs) for rs in rows.values())
-    return Read(source, res, n_rows, sessions, None, dict(redactor.counts), tail), rows
+    return Read(source, res, n_rows, sessions, None, dict(redactor.counts), *digests), rows
 
 
 # Tables whose every text the readers redact themselves, with the line screen (see events.event_rows):

@@ -18,10 +18,12 @@ import duckdb
 
 from ..extract import READERS, fingerprint
 from ..extract.base import Prior, Source
+from ..extract.events import head_digest, tail_digest
 from ..extract.parallel import Read
 from ..redact import Redactor, stored_path
 from ..runs import RunSummary
-from ..schema import STAGING
+from ..schema import BOOKKEEPING, STAGING
+from ..sources import APPEND_KINDS
 from ..warehouse import key_table
 from .spool import Spool, insert
 
@@ -51,6 +53,57 @@ class Plan:
         return self.known.prior if self.known else None
 
 
+def keep_gone(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Before a rebuild from scratch (``ingest --full``): the staged rows, rejects and bookkeeping of the sources
+    gone from disk, set aside in temp tables (``restore_gone`` puts them back), since nothing can read them
+    again; returns the sessions they hold. A session whose folder was deleted is kept by --full as by any run."""
+    have = {r[0] for r in con.execute("select table_name from information_schema.tables where table_schema = 'main' "
+                                      "and table_catalog = current_database()").fetchall()}
+    if "_source_files" not in have:
+        return []
+    gone = [p for (p,) in con.execute("select source_path from _source_files").fetchall() if not os.path.exists(p)]
+    if not gone:
+        return []
+    in_gone = key_table(con, "_gone", gone)
+    sessions: set[str] = set()
+    for t in [*STAGING, *(t for t in BOOKKEEPING if t.name in ("_source_files", "_rejects"))]:
+        if t.name not in have:
+            continue
+        column = "source_path" if t.name in ("_source_files", "_rejects") else "_source_path"
+        con.execute(f'create or replace temp table "_kept_{t.name}" as select * from "{t.name}" '
+                    f'where "{column}" in {in_gone}')
+        if "session_id" in (c.name for c in t.columns):
+            sessions.update(r[0] for r in con.execute(f'select distinct session_id from "_kept_{t.name}" '
+                                                      "where session_id is not null").fetchall())
+    con.execute('drop table "_gone"')
+    log.warning("rebuilding from scratch keeps %d session(s) whose files are gone from disk (%d files): nothing "
+                "could read them again", len(sessions), len(gone))
+    return sorted(sessions)
+
+
+def restore_gone(con: duckdb.DuckDBPyConnection) -> None:
+    """The rows ``keep_gone`` set aside, back in the tables created anew (their sources marked not present)."""
+    kept = {r[0] for r in con.execute("select table_name from duckdb_tables() where temporary").fetchall()}
+    for t in [*STAGING, *(t for t in BOOKKEEPING if t.name in ("_source_files", "_rejects"))]:
+        if f"_kept_{t.name}" in kept:
+            con.execute(f'insert into "{t.name}" by name select * from "_kept_{t.name}"')
+            con.execute(f'drop table "_kept_{t.name}"')
+    con.execute("update _source_files set is_present = false")
+
+
+def _swapped(src: Source, prior: Prior) -> bool:
+    """An append-only log whose size and mtime are as the last run left them but whose first 4 KiB or the 4
+    KiB before where reading stopped are not (a file put in its place with its mtime restored): read again.
+    Two reads of 4 KiB per log and run; other sources are taken at their size and mtime."""
+    if src.kind not in APPEND_KINDS or not prior.head_digest:
+        return False
+    try:
+        return head_digest(src.path) != prior.head_digest or \
+            tail_digest(src.path, prior.last_good_offset) != prior.tail_digest
+    except OSError:
+        return True
+
+
 def _under(path: str) -> tuple[str, str]:
     """Parameters matching ``path`` itself and everything under it (a folder source's files)."""
     return path, path.rstrip("/") + "/"
@@ -71,9 +124,11 @@ class SourceState:
 
     def _known(self) -> dict[str, Known]:
         rows = self.con.execute("select source_path, fingerprint, size, last_good_offset, n_records, good_line, "
-                                "tail_digest, is_present, session_id from _source_files").fetchall()
-        return {path: Known(Prior(fp or "", size or 0, good or 0, n or 0, line or 1, tail), bool(present), sid)
-                for path, fp, size, good, n, line, tail, present, sid in rows}
+                                "tail_digest, prefix_digest, head_digest, is_present, session_id "
+                                "from _source_files").fetchall()
+        return {path: Known(Prior(fp or "", size or 0, good or 0, n or 0, line or 1, tail, prefix, head),
+                            bool(present), sid)
+                for path, fp, size, good, n, line, tail, prefix, head, present, sid in rows}
 
     # ------------------------------------------------------------------------------ rejects
     def _reject(self, path: str, position: str, reason: str) -> None:
@@ -146,7 +201,7 @@ class SourceState:
             self._reject(path, "file", f"cannot be examined ({exc.strerror or exc}); not read")
             return None, set()
         known = self.known.get(path)
-        if known is not None and known.prior.fingerprint == fp:
+        if known is not None and known.prior.fingerprint == fp and not _swapped(src, known.prior):
             self.summary.n_files_unchanged += 1
             if not known.is_present:  # it came back: its rows count as present again
                 self.con.execute("update _source_files set is_present = true where source_path = ?", [path])
@@ -161,7 +216,7 @@ class SourceState:
     def forget_fingerprints(self) -> None:
         """Every source is read again, and read whole, on this run (an upgrade from an older format)."""
         self.con.execute("update _source_files set fingerprint = '', last_good_offset = 0, good_line = 1, "
-                         "tail_digest = null")
+                         "tail_digest = null, prefix_digest = null, head_digest = null")
         self.known = self._known()
 
     # ------------------------------------------------------------------------------ applying a read
@@ -216,6 +271,7 @@ class SourceState:
             "source_path": self.key(src.path), "kind": src.kind, "session_id": self.key(src.session_id),
             "size": plan.size, "mtime_ns": mtime, "fingerprint": plan.fingerprint,
             "last_good_offset": res.last_good_offset, "good_line": res.good_line, "tail_digest": read.tail,
+            "prefix_digest": read.prefix, "head_digest": read.head,
             "n_records": res.n_records, "is_present": True, "last_run_id": self.summary.run_id}])
 
     # ------------------------------------------------------------------------------ gone sources

@@ -1,0 +1,105 @@
+"""What the warehouse remembers of each source (load/state.py) never misses a change nor counts a file twice:
+an edit in place before where reading stopped, a log swapped for another of the same size and mtime, a
+rebuild from scratch after a session folder was deleted, a home named twice or through a link."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from pipeline.ingest import ingest
+
+from .conftest import rows
+
+PROMPT = "deploy with password=hunter2hunter2 to staging"
+
+
+def _home(tmp_path, prompts=(PROMPT, "and then run the tests")):
+    home = tmp_path / "copilot-home"
+    folder = home / "session-state" / "11111111-2222-4333-8444-555555555555"
+    folder.mkdir(parents=True)
+    events = [{"type": "session.start", "data": {"sessionId": folder.name, "context": {"cwd": "/w/app"}},
+               "id": "e0", "timestamp": "2026-10-01T09:00:00.000Z"}]
+    for k, text in enumerate(prompts):
+        events += [{"type": "user.message", "data": {"content": text}, "id": f"u{k}",
+                    "timestamp": f"2026-10-01T09:{k + 1:02d}:00.000Z"},
+                   {"type": "assistant.message", "data": {"content": f"done {k}"}, "id": f"a{k}",
+                    "timestamp": f"2026-10-01T09:{k + 1:02d}:30.000Z"}]
+    log = folder / "events.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return home, log
+
+
+def _prompts(wh):
+    return [r[0] for r in rows(wh, "select user_message from fct_turns order by turn_index")]
+
+
+def test_an_edit_in_place_before_where_reading_stopped_reads_the_log_again(tmp_path):
+    # a password scrubbed in place (same length, as `sed -i` does) 8 KB before the end: the mtime changed, the
+    # size did not; and an edit at the head plus an append
+    home, log = _home(tmp_path, prompts=(PROMPT, *(f"step {k}: " + "refactor the parser " * 20 for k in range(30))))
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [home], redact=False)
+    assert _prompts(wh)[0] == PROMPT
+    log.write_text(log.read_text().replace("hunter2hunter2", "**************"))
+    summary = ingest(wh, [home], redact=False)
+    assert summary.n_files_read == 1 and summary.n_records == 63  # read whole again, not as a grown log
+    assert _prompts(wh)[0] == PROMPT.replace("hunter2hunter2", "**************")
+    assert rows(wh, "select count(*) from stg_events where content like '%hunter2%'") == [(0,)]
+    text = log.read_text().replace("deploy with", "DEPLOY with")
+    log.write_text(text + json.dumps({"type": "user.message", "data": {"content": "one more"}, "id": "u9",
+                                      "timestamp": "2026-10-01T09:09:00.000Z"}) + "\n")
+    summary = ingest(wh, [home], redact=False)
+    assert summary.n_records == 64 and _prompts(wh)[0].startswith("DEPLOY") and _prompts(wh)[-1] == "one more"
+    assert rows(wh, "select count(*) from stg_events") == [(64,)]  # no row read twice
+
+
+def test_a_log_swapped_for_another_of_the_same_size_and_mtime_is_read_again(tmp_path):
+    home, log = _home(tmp_path, prompts=("first version of the prompt", "and then run the tests"))
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [home])
+    stat = log.stat()
+    log.write_text(log.read_text().replace("first version", "other version"))  # the same size
+    os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and its mtime restored
+    assert (log.stat().st_size, log.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    assert ingest(wh, [home]).n_files_read == 1
+    assert _prompts(wh)[0] == "other version of the prompt"
+    assert ingest(wh, [home]).n_files_read == 0  # and not again
+
+
+def test_a_rebuild_from_scratch_keeps_a_session_whose_folder_was_deleted(sample_home, tmp_path):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    before = rows(wh, "select session_id, n_turns, n_tool_calls from dim_sessions order by all")
+    folder = next(p.parent for p in sample_home.glob("session-state/*/workspace.yaml")
+                  if "Cart checkout button" in p.read_text())
+    shutil.rmtree(folder)
+    summary = ingest(wh, [sample_home], full=True)
+    assert summary.mode == "full"
+    assert rows(wh, "select session_id, n_turns, n_tool_calls from dim_sessions order by all") == before
+    assert rows(wh, "select title from dim_sessions where is_gone") == [("Cart checkout button",)]
+    # and a later incremental run keeps it as well
+    ingest(wh, [sample_home])
+    assert rows(wh, "select session_id, n_turns, n_tool_calls from dim_sessions order by all") == before
+
+
+def test_a_home_named_twice_or_through_a_link_is_read_once(sample_home, tmp_path):
+    once, twice, linked = tmp_path / "once.duckdb", tmp_path / "twice.duckdb", tmp_path / "linked.duckdb"
+    ingest(once, [sample_home])
+    ingest(twice, [sample_home, sample_home])
+    link = tmp_path / "home-link"
+    link.symlink_to(sample_home, target_is_directory=True)
+    ingest(linked, [sample_home, link])
+    figures = ("select count(*), sum(n_turns), sum(n_tool_calls) from dim_sessions",
+               "select sum(ai_credits), sum(requests) from fct_usage",
+               "select count(*) from stg_events")
+    for sql in figures:
+        assert rows(twice, sql) == rows(once, sql) == rows(linked, sql), sql
+    # a session folder linked into the home from elsewhere in it: one session, once
+    folder = next(p for p in (sample_home / "session-state").iterdir() if p.is_dir())
+    (sample_home / "session-state" / "linked-session").symlink_to(folder, target_is_directory=True)
+    again = tmp_path / "again.duckdb"
+    ingest(again, [sample_home])
+    for sql in figures:
+        assert rows(again, sql) == rows(once, sql), sql
