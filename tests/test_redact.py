@@ -1,5 +1,6 @@
 import pytest
 
+from pipeline import redact
 from pipeline.redact import Redactor
 
 GH = "ghp_" + "a1B2" * 9
@@ -192,3 +193,17 @@ def test_the_reader_screens_each_event_by_its_own_bytes(tmp_path):
     assert events[3]["content"] == "first line\n password=[REDACTED:secret_value]"  # rejoined, then redacted
     assert "transformedContent" not in (events[2]["extra"] or "")
     assert events[4]["extra"] == '{"deep":{"keep":"auth = refresh(x)"}}'
+
+
+def test_the_screen_never_runs_re2_out_of_memory_on_real_logs(capfd):
+    """RE2's DFA for the line screen ran out of its default 8 MB on lines of real logs: a slower search, and
+    `DFA out of memory` written to the terminal from C++ (36 times in an ingest of the real samples)."""
+    from .conftest import real
+
+    path = real("jjwvanboxtel-poule_v2", "copilot-home", "session-state", "d5b1506c-19d6-4e6a-818c-89a50c48bb34",
+                "events.jsonl")
+    data = path.read_bytes()
+    starts = [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A]
+    hit = redact.screen_lines(data, starts)
+    assert hit  # the screen does flag lines of this log (names like token=, secret:)
+    assert "DFA out of memory" not in capfd.readouterr().err
