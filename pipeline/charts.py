@@ -17,7 +17,7 @@ import io
 import multiprocessing
 import re
 from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -170,10 +170,9 @@ def start(specs: dict[str, tuple], out_dir: Path, pool: Executor | None = None) 
         todo.append((rel, (name, args, digest)))
     own = None
     if pool is None and len(todo) >= PARALLEL_MIN_CHARTS and (multiprocessing.cpu_count() or 1) > 1:
-        from .processes import worker_init
+        from .processes import pool as worker_pool
 
-        pool = own = ProcessPoolExecutor(max_workers=min(multiprocessing.cpu_count(), 8),
-                                         mp_context=multiprocessing.get_context("spawn"), initializer=worker_init)
+        pool = own = worker_pool(min(multiprocessing.cpu_count(), 8), multiprocessing.get_context("spawn"))
     if pool is None or not todo:
         for rel, job in todo:
             done[rel] = _draw(*job)

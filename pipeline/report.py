@@ -8,7 +8,6 @@ import multiprocessing
 import os
 import pickle
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -158,11 +157,11 @@ CHUNK_SESSIONS = 250  # sessions whose page data is read and rendered at a time
 _WORKER: tuple[queries.WikiData, duckdb.DuckDBPyConnection] | None = None  # a worker's page data and warehouse
 
 
-def _worker_start(blob: bytes, warehouse: str) -> None:
+def _worker_start(parent: int, blob: bytes, warehouse: str) -> None:
     global _WORKER
     from .processes import worker_init
 
-    worker_init()
+    worker_init(parent)
     _WORKER = pickle.loads(blob), connect(warehouse, read_only=True)
 
 
@@ -223,14 +222,13 @@ class PageWorkers:
         workers = workers or min(os.cpu_count() or 1, 4)
         if workers < 2 or len(data.sessions) < PARALLEL_MIN_SESSIONS:
             return
-        from .processes import worker_init
+        from .processes import pool
 
         blob = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
         spawn = multiprocessing.get_context("spawn")
-        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=spawn, initializer=_worker_start,
-                                        initargs=(blob, str(warehouse)))
+        self.pool = pool(workers, spawn, _worker_start, (blob, str(warehouse)))
         # one more worker, without the page data, for work that needs DuckDB's memory beside it
-        self.other = ProcessPoolExecutor(max_workers=1, mp_context=spawn, initializer=worker_init)
+        self.other = pool(1, spawn)
 
     def call(self, fn: Callable[..., T], *args: object) -> Callable[[], T]:
         """``fn(*args)`` on the worker without the page data (here, at once, without workers); returns

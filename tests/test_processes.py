@@ -40,3 +40,24 @@ def test_stop_pool_kills_workers_in_the_middle_of_a_task():
         time.sleep(0.1)
     assert all(_gone(pid) for pid in pids)
     assert all(f.cancelled() or f.done() for f in futures)
+
+
+def test_a_worker_started_after_its_parent_died_exits_at_once():
+    """A worker whose parent was killed while it started has been handed to another process: it is told
+    its parent's pid by the pool (processes.pool) and exits at once, where it watched its new parent."""
+    import subprocess
+    import sys
+
+    from .conftest import REPO
+
+    code = "import time; from pipeline.processes import worker_init; worker_init({}); time.sleep({}); print('alive')"
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code.format(ended.pid, 30)], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1 and "alive" not in proc.stdout and time.monotonic() - started < 20, proc
+    # its parent alive: it works on
+    proc = subprocess.run([sys.executable, "-c", code.format(os.getpid(), 0.1)], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "alive\n", proc

@@ -13,13 +13,13 @@ import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..parts import write_part
-from ..processes import stop_pool, worker_init
+from ..processes import pool as worker_pool
+from ..processes import stop_pool
 from ..redact import Redactor, stored_path
 from ..schema import INT32, INT64, TABLES, to_arrow
 from ..sources import APPEND_KINDS
@@ -281,8 +281,7 @@ def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: 
         for batch in batches:
             yield read_batch(batch, run_id, redact, scratch)
         return
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=worker_init)
+    pool = worker_pool(workers, multiprocessing.get_context("spawn"))
     try:
         pending: deque = deque()
         for batch in batches:

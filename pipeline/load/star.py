@@ -297,13 +297,11 @@ class _Builders:
         self.pending: list = []
         if on_workers:
             import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
 
-            from ..processes import worker_init
+            from ..processes import pool
 
             self.workers = min(os.cpu_count() or 1, 2)
-            self.pool = ProcessPoolExecutor(max_workers=self.workers, initializer=worker_init,
-                                            mp_context=multiprocessing.get_context("spawn"))
+            self.pool = pool(self.workers, multiprocessing.get_context("spawn"))
             folder.mkdir(parents=True, exist_ok=True)
             self.present_part = str(folder / "present.parquet")
             write_part(present.to_arrow(), self.present_part)
