@@ -455,6 +455,7 @@ def test_a_home_full_of_mutated_files_ingests_and_reports(data):
 
 @example({"title": "\x85"})  # NEL: the pure-Python SafeDumper wrote `'\x85  '`, which loads back as another text
 @example({"title": "a\u2028b", "tags": ["\ufeff", "- x", "null"], "turns": 3, "project": None})
+@example({"title": "fix: parser\n---\nsession_id: forged # x", "session_id": "<b>x</b>: y"})
 @given(st.dictionaries(st.sampled_from(["title", "session_id", "project", "tags", "turns"]),
                        st.one_of(st.text(), st.integers(), st.none(), st.lists(st.text(), max_size=3)),
                        max_size=5))
@@ -465,4 +466,10 @@ def test_a_wiki_page_front_matter_loads_back_to_what_it_says(meta):
 
     text = front_matter(meta)
     assert text.startswith("---\n") and text.endswith("---\n")
-    assert yaml.safe_load(text[4:-4]) == meta
+    assert (yaml.safe_load(text[4:-4]) or {}) == meta  # no keys: an empty front matter
+    # one line per key, every text quoted: a newline, `---`, `: ` or `#` in a title cannot end the front matter
+    # early or add a key for tools that read it by lines
+    lines = text.split("\n")[1:-2]
+    assert [line.split(": ", 1)[0] for line in lines] == list(meta)
+    for line, value in zip(lines, meta.values(), strict=True):
+        assert isinstance(value, str) == line.split(": ", 1)[1].startswith('"')

@@ -72,7 +72,7 @@ def test_wiki_matches_the_golden_files(sample_home, tmp_path):
     assert charts == ["activity.svg", "files-acme-api-95fa9a.svg", "files-webapp-a3d783.svg", "tools.svg",
                       "topics-acme-api-95fa9a.svg"]
     runs = (out / "runs.md").read_text()
-    assert runs.startswith("---\ntitle: Ingest runs\ntype: runs\nruns: 1\n---\n")
+    assert runs.startswith('---\ntitle: "Ingest runs"\ntype: "runs"\nruns: 1\n---\n')
     assert "| workspace.yaml is not valid YAML | 1 |" in runs
     assert "| truncated event glued to the next event | 1 |" in runs
 

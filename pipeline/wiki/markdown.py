@@ -5,6 +5,7 @@ time formats, and safe file names."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable
 from datetime import date, datetime
@@ -46,8 +47,30 @@ def fenced(text: str | None, info: str = "text") -> str:
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+class _Quoting(_DUMPER):  # type: ignore[misc,valid-type]
+    """Every text double-quoted, its line breaks and controls escaped."""
+
+
+_Quoting.add_representer(str, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style='"'))
+# what a YAML double-quoted text may not hold as it is: outside YAML's printable set, or a line break
+# YAML 1.1 folds (NEL, U+2028/9), or a byte order mark; JSON's escapes do the rest (JSON's string is YAML's)
+_UNSAFE = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]")
+
+
+def _flow(value: object) -> str:
+    """A value as YAML on one line: a text double-quoted, a list in brackets."""
+    if isinstance(value, str):  # the common case, without a YAML emitter per value (~5,000 pages of report)
+        return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+    if value is None or isinstance(value, (bool, int)):
+        return json.dumps(value)
+    text = yaml.dump(value, Dumper=_Quoting, default_flow_style=True, allow_unicode=True, width=2**31 - 1)
+    return text.removesuffix("\n...\n").rstrip("\n")
+
+
 def front_matter(meta: dict) -> str:
-    return "---\n" + yaml.dump(meta, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
+    """YAML front matter of a page: one line per key, every text double-quoted - whatever a title holds
+    (``: ``, ``#``, a newline, ``---``, markup), for YAML readers and for tools that read it by lines."""
+    return "---\n" + "".join(f"{key}: {_flow(value)}\n" for key, value in meta.items()) + "---\n"
 
 
 def table(headers: list[str], rows: list[list]) -> str:
