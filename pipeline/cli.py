@@ -90,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     _lake_argument(rep)
     rep.add_argument("--out", default="data", type=Path, help="output folder: parquet/, wiki/ and site/ "
                                                               "(default data/)")
+    rep.add_argument("--force", action="store_true", help="write over files in the output folders that the report "
+                                                          "did not write (without it they are left alone and named)")
 
     demo = sub.add_parser("demo", help="ingest + report on the bundled sample corpus into data/demo/")
     demo.add_argument("--out", default=REPO_ROOT / "data" / "demo", type=Path)
@@ -173,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quiet and not args.verbose:
         logging.getLogger().setLevel(logging.ERROR)
     from .checks import ChecksFailed
+    from .errors import OutputError, ServeError
     from .extensions import ExtensionError
     from .ingest import SourceError
     from .lake import LakeError
@@ -183,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                  "search": cmd_search, "models": cmd_models, "usage": cmd_usage, "push": cmd_push,
                  "serve": cmd_serve, "sources": cmd_sources}
         return verbs[args.verb](args)
-    except (SourceError, WarehouseError, LakeError, ExtensionError) as exc:
+    except (SourceError, WarehouseError, LakeError, ExtensionError, OutputError, ServeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except ModelError as exc:
@@ -362,22 +365,22 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(warehouse: str | Path, out: Path, quiet: bool) -> None:
+def _report(warehouse: str | Path, out: Path, quiet: bool, force: bool = False) -> None:
     from .report import run_report
     bar = _progress(quiet)
     try:
-        parquet, wiki, site = run_report(warehouse, out, progress=bar.step if bar else None)
+        parquet, wiki, site = run_report(warehouse, out, progress=bar.step if bar else None, force=force)
     finally:
         if bar is not None:
             bar.close()
     if not quiet:
-        print(f"report: {len(parquet)} parquet files in {out / 'parquet'}")
+        print(f"report: {len(parquet.written)} parquet files in {out / 'parquet'}")
         print(wiki.line(out / "wiki") + f"; start at {out / 'wiki' / 'index.md'}")
         print(site.line(out / "site") + f"; open {(out / 'site' / 'index.html').resolve()}")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    _report(_warehouse(args), Path(args.out), args.quiet)
+    _report(_warehouse(args), Path(args.out), args.quiet, args.force)
     return 0
 
 

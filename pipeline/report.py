@@ -18,7 +18,7 @@ from .schema import TABLES
 from .site import build_site, search_index
 from .site import session_page as site_session_page
 from .site import session_pages as site_session_pages
-from .tree import TreeResult, write_files, write_tree
+from .tree import MANIFEST, PENDING, TreeResult, finish, forget, inside, may_write, refused, write_files, write_tree
 from .warehouse import connect
 from .wiki import pages as wiki_pages
 from .wiki import queries
@@ -33,20 +33,26 @@ CHUNK_BYTES = 64 * 1024 * 1024  # a table with more text than this is written in
 LARGE_ROWS = 10_000  # tables with fewer rows are written by one COPY
 
 
-def export_parquet(warehouse: str | Path, out_dir: str | Path) -> list[Path]:
-    """Write ``<out_dir>/<table>.parquet`` (zstd) for each exported table, sorted by its key."""
+def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = False) -> TreeResult:
+    """Write ``<out_dir>/<table>.parquet`` (zstd) for each exported table, sorted by its key; a file there
+    that this tool did not write is left alone (``tree.may_write``; ``force`` writes over it)."""
     out_dir = Path(out_dir)
     con = connect(warehouse, read_only=True)  # first: a report that cannot start leaves no empty folder
-    written = []
+    result = TreeResult("parquet")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        root = out_dir.resolve()
         tables = [r[0] for r in con.execute(
             "select table_name from information_schema.tables where table_schema = 'main' "
             "and table_catalog = current_database() order by table_name"
         ).fetchall() if r[0].startswith(EXPORT_PREFIXES)]
+        legacy = _legacy_exports(con, out_dir, tables)
         for name in tables:
             key = TABLES[name].key if name in TABLES else ()
             target = out_dir / f"{name}.parquet"
+            inside(target, root, out_dir)
+            if not may_write(out_dir, target.name, target, result, force, legacy):
+                continue
             tmp = target.with_suffix(".parquet.tmp")
             ranges = _ranges(con, name, key[0]) if key else None
             if ranges is None:
@@ -56,11 +62,35 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path) -> list[Path]:
             else:
                 _write_in_ranges(con, name, key, ranges, tmp)
             tmp.replace(target)
-            written.append(target)
+            result.written.append(target)
+        finish(out_dir, result)
     finally:
         con.close()
-    log.info("wrote %d parquet files to %s", len(written), out_dir)
-    return written
+    log.info("wrote %d parquet files to %s", len(result.written), out_dir)
+    return result
+
+
+def _legacy_exports(con: duckdb.DuckDBPyConnection, out_dir: Path, tables: list[str]) -> frozenset[str]:
+    """In a folder without a manifest (written by a version before them), the files taken as this tool's:
+    ``<table>.parquet`` with the columns of that table, as that version wrote it."""
+    import pyarrow.parquet as pq
+
+    if (out_dir / MANIFEST).exists() or (out_dir / PENDING).exists():
+        return frozenset()
+    ours = set()
+    for name in tables:
+        path = out_dir / f"{name}.parquet"
+        if not path.is_file() or path.is_symlink():
+            continue
+        columns = [r[0] for r in con.execute("select column_name from information_schema.columns where table_name = ? "
+                                             "and table_catalog = current_database() order by ordinal_position",
+                                             [name]).fetchall()]
+        try:
+            if pq.read_schema(path).names == columns:
+                ours.add(path.name)
+        except (OSError, ValueError):  # not parquet: not ours
+            continue
+    return frozenset(ours)
 
 
 def _ranges(con: duckdb.DuckDBPyConnection, name: str, first: str) -> list[tuple] | None:
@@ -115,10 +145,11 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
             writer.close()
 
 
-def run_report(warehouse: str | Path, out: str | Path,
-               progress: Callable[[str], None] | None = None) -> tuple[list[Path], TreeResult, TreeResult]:
+def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str], None] | None = None,
+               force: bool = False) -> tuple[TreeResult, TreeResult, TreeResult]:
     """``out/parquet/<table>.parquet``, the wiki under ``out/wiki/`` and the site under ``out/site/``;
-    ``progress`` is told each step as it starts.
+    ``progress`` is told each step as it starts. A file there that the report did not write is left as
+    it is and named when the rest is written (``OutputError``), unless ``force``.
 
     With many sessions the parquet files, the charts and the session pages (most of the wiki and the
     site) are written, drawn and rendered by worker processes (``PageWorkers``) while this one builds
@@ -127,25 +158,27 @@ def run_report(warehouse: str | Path, out: str | Path,
     out = Path(out)
     wiki_dir, site_dir = out / "wiki", out / "site"
     con = connect(warehouse, read_only=True)  # first: a report that cannot start leaves no empty folder
+    forget()
     try:
         step("reading pages")
         data = queries.load(con, sessions=False)  # the sessions' parts: a chunk at a time (write_sessions)
         with PageWorkers(con, warehouse, data) as workers:
-            exported = workers.call(export_parquet, warehouse, out / "parquet")
+            exported = workers.call(export_parquet, warehouse, out / "parquet", force)
             pages, specs = build_pages(data, with_sessions=False)  # the session pages: by the workers
             charts_drawn = charts.start(specs, wiki_dir, workers.pool)
-            sessions_written = workers.sessions(wiki_dir, site_dir)
+            sessions_written = workers.sessions(wiki_dir, site_dir, force)
             step("parquet")
             parquet = exported()
             step("wiki and charts")
             svgs = charts_drawn()
             wiki_sessions, site_sessions = sessions_written()
-            wiki = write_tree({**pages, **svgs}, wiki_dir, "wiki", done=wiki_sessions)
+            wiki = write_tree({**pages, **svgs}, wiki_dir, "wiki", done=wiki_sessions, force=force)
             step("site")
             site = write_tree(build_site(data, svgs, search_index(con, data), with_sessions=False), site_dir, "site",
-                              done=site_sessions)
+                              done=site_sessions, force=force)
     finally:
         con.close()
+    refused(parquet, wiki, site)
     return parquet, wiki, site
 
 
@@ -173,7 +206,7 @@ def chunks(data: queries.WikiData) -> list[list[dict]]:
 
 
 def write_sessions(con: duckdb.DuckDBPyConnection, data: queries.WikiData, part: list[dict], wiki_dir: Path,
-                   site_dir: Path) -> tuple[TreeResult, TreeResult]:
+                   site_dir: Path, force: bool = False) -> tuple[TreeResult, TreeResult]:
     """The wiki and site pages of the sessions ``part`` (a group of ``chunks``), their page data read
     from the warehouse, written where they changed (``tree.write_files``; ``write_tree`` lists them in
     the manifests). The page data of only these sessions is in memory at once, and of a session of several
@@ -183,15 +216,15 @@ def write_sessions(con: duckdb.DuckDBPyConnection, data: queries.WikiData, part:
     plans = queries.page_plans(con, first, last)
     data = queries.with_sessions(con, data, first, last, frozenset(plans))
     single = [s for s in part if s["session_id"] not in plans]
-    write_files(wiki_pages.session_pages(data, single), wiki_dir, wiki)
-    write_files(site_session_pages(data, single), site_dir, site)
+    write_files(wiki_pages.session_pages(data, single), wiki_dir, wiki, force)
+    write_files(site_session_pages(data, single), site_dir, site, force)
     for s in part:
         ranges = plans.get(s["session_id"])
         for page, (first_turn, last_turn) in enumerate(ranges or ()):
             page_data = queries.with_page(con, data, s["session_id"], first_turn, last_turn, page == 0)
             write_files({wiki_pages.session_file(s["session_id"], page, "md"):
-                         wiki_pages.session_page(page_data, s, page, ranges)}, wiki_dir, wiki)
-            write_files(site_session_page(page_data, s, page, ranges), site_dir, site)
+                         wiki_pages.session_page(page_data, s, page, ranges)}, wiki_dir, wiki, force)
+            write_files(site_session_page(page_data, s, page, ranges), site_dir, site, force)
     return wiki, site
 
 
@@ -204,10 +237,10 @@ def _merged(written: Iterable[tuple[TreeResult, TreeResult]]) -> tuple[TreeResul
     return wiki, site
 
 
-def _write_chunk(part: list[dict], wiki_dir: Path, site_dir: Path) -> tuple[TreeResult, TreeResult]:
+def _write_chunk(part: list[dict], wiki_dir: Path, site_dir: Path, force: bool) -> tuple[TreeResult, TreeResult]:
     assert _WORKER is not None, "a worker started by PageWorkers"
     data, con = _WORKER
-    return write_sessions(con, data, part, wiki_dir, site_dir)
+    return write_sessions(con, data, part, wiki_dir, site_dir, force)
 
 
 class PageWorkers:
@@ -238,12 +271,13 @@ class PageWorkers:
             return lambda: result
         return self.other.submit(fn, *args).result
 
-    def sessions(self, wiki_dir: Path, site_dir: Path) -> Callable[[], tuple[TreeResult, TreeResult]]:
+    def sessions(self, wiki_dir: Path, site_dir: Path,
+                 force: bool = False) -> Callable[[], tuple[TreeResult, TreeResult]]:
         """Begin writing every session's wiki and site page; returns the function that waits for them."""
         if self.pool is None:
-            return lambda: _merged(write_sessions(self.con, self.data, part, wiki_dir, site_dir)
+            return lambda: _merged(write_sessions(self.con, self.data, part, wiki_dir, site_dir, force)
                                    for part in chunks(self.data))
-        futures = [self.pool.submit(_write_chunk, part, wiki_dir, site_dir) for part in chunks(self.data)]
+        futures = [self.pool.submit(_write_chunk, part, wiki_dir, site_dir, force) for part in chunks(self.data)]
         # in order: the same lists whatever finished first
         return lambda: _merged(future.result() for future in futures)
 

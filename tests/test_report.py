@@ -6,6 +6,7 @@ import shutil
 
 import duckdb
 import polars as pl
+import pytest
 
 from pipeline.ingest import ingest
 from pipeline.report import export_parquet
@@ -20,7 +21,7 @@ GOLDEN = REPO / "tests" / "golden" / "wiki"
 def test_parquet_loads_in_a_fresh_duckdb_and_in_polars_with_types(sample_home, tmp_path):
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
-    written = export_parquet(wh, tmp_path / "parquet")
+    written = export_parquet(wh, tmp_path / "parquet").written
     names = sorted(p.stem for p in written)
     assert names == sorted(r[0] for r in rows(wh, "select table_name from information_schema.tables where "
                                                   "regexp_matches(table_name, '^(dim|fct|report)_')"))
@@ -230,7 +231,7 @@ def test_report_of_an_empty_warehouse_says_so(tmp_path):
     assert sorted(p.name for p in result.written if p.suffix == ".md") == [
         "files.md", "index.md", "runs.md", "topics.md"]
     assert "No Copilot history in this warehouse yet" in (tmp_path / "wiki" / "index.md").read_text()
-    assert len(export_parquet(wh, tmp_path / "parquet")) == 28
+    assert len(export_parquet(wh, tmp_path / "parquet").written) == 28
 
 
 def test_large_tables_written_in_key_ranges_equal_one_copy(sample_home, tmp_path, monkeypatch):
@@ -240,10 +241,10 @@ def test_large_tables_written_in_key_ranges_equal_one_copy(sample_home, tmp_path
 
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
-    whole = export_parquet(wh, tmp_path / "whole")
+    whole = export_parquet(wh, tmp_path / "whole").written
     monkeypatch.setattr(report, "LARGE_ROWS", 1)
     monkeypatch.setattr(report, "CHUNK_BYTES", 300)
-    ranged = export_parquet(wh, tmp_path / "ranged")
+    ranged = export_parquet(wh, tmp_path / "ranged").written
     con = duckdb.connect()
     con.execute("set TimeZone = 'UTC'")
     multi = 0
@@ -268,3 +269,73 @@ def test_a_topic_trend_over_years_labels_at_most_eight_months():
     few = charts.term_trends(months[:6], {"session": [1, 2, 3, 2, 1, 0]}, "few")
     assert len(set(re.findall(r"20\d\d-\d\d", few))) == 6  # each month labelled while they fit
     assert len(set(re.findall(r"20\d\d-\d\d", svg))) <= 8
+
+
+# ------------------------------------------------------------------------------ the output folder
+def test_a_file_the_report_did_not_write_is_never_written_over(sample_home, tmp_path, capsys):
+    """A user's own index.md, files.md, index.html and parquet file in the output folder: the report writes
+    the rest, leaves these as they are and names them (exit 2) - on every run, until --force."""
+    from pipeline.cli import main
+
+    wh, out = tmp_path / "w.duckdb", tmp_path / "out"
+    ingest(wh, [sample_home])
+    mine = {out / "wiki" / "index.md": b"# my notes\n", out / "wiki" / "files.md": b"my files\n",
+            out / "site" / "index.html": b"<p>my page</p>\n", out / "parquet" / "dim_sessions.parquet": b"PAR1mine"}
+    for path, data in mine.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    for _run in range(2):
+        assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "(and 3 more) was not written by the report" in err and "--force" in err, err
+        assert {p: p.read_bytes() for p in mine} == mine
+        assert (out / "site" / "search.html").is_file() and (out / "wiki" / "topics.md").is_file()
+        assert (out / "parquet" / "fct_turns.parquet").is_file()
+        for tree in ("wiki", "site", "parquet"):
+            listed = json.loads((out / tree / ".manifest.json").read_text())["files"]
+            assert not {p.relative_to(out / tree).as_posix() for p in mine if p.parent == out / tree} & set(listed)
+    assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet", "--force"]) == 0
+    assert all(p.read_bytes() != data for p, data in mine.items())
+    assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet"]) == 0  # the report's own now
+
+
+def test_a_report_killed_before_its_manifest_owns_what_it_wrote(sample_home, tmp_path, monkeypatch):
+    """Pages written by a run that died before listing them (kill -9) are the report's: the next run
+    writes over them, and removes those it no longer writes."""
+    from pipeline import report, tree
+
+    wh, out = tmp_path / "w.duckdb", tmp_path / "out"
+    ingest(wh, [sample_home])
+
+    def killed(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(report, "finish", killed)  # the parquet export dies first
+        m.setattr(tree, "finish", killed)
+        with pytest.raises(KeyboardInterrupt):
+            report.run_report(wh, out)
+    assert not (out / "parquet" / ".manifest.json").exists() and (out / "parquet" / ".manifest.pending").exists()
+    (out / "wiki").mkdir(parents=True, exist_ok=True)
+    (out / "wiki" / "index.md").write_text("stale page of the killed run\n")
+    with (out / "wiki" / ".manifest.pending").open("a") as fh:
+        fh.write("index.md\nold-page.md\n")
+    (out / "wiki" / "old-page.md").write_text("a page the killed run wrote, not written any more\n")
+    _parquet, wiki, _site = report.run_report(wh, out)
+    assert "stale" not in (out / "wiki" / "index.md").read_text()
+    assert not (out / "wiki" / "old-page.md").exists() and out / "wiki" / "old-page.md" in wiki.removed
+    assert not list(out.rglob(".manifest.pending"))
+
+
+def test_a_link_out_of_the_output_folder_is_one_line(sample_home, tmp_path, capsys):
+    from pipeline.cli import main
+
+    wh, out, elsewhere = tmp_path / "w.duckdb", tmp_path / "out", tmp_path / "elsewhere"
+    ingest(wh, [sample_home])
+    elsewhere.mkdir()
+    (out / "wiki").mkdir(parents=True)
+    (out / "wiki" / "sessions").symlink_to(elsewhere, target_is_directory=True)
+    assert main(["report", "--warehouse", str(wh), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{out / 'wiki' / 'sessions'} is a link to {elsewhere}" in err, err
+    assert not list(elsewhere.iterdir())
