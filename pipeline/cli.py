@@ -128,6 +128,9 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
                                                        "only; the history holds your prompts)")
+    sv.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                    help="a host name the server also answers for (repeatable); requests naming any other host than "
+                         "--host, localhost, 127.0.0.1 or [::1] get 421")
 
     pu = sub.add_parser("push", help="team mode: copy this machine's sessions into a DuckLake shared by several "
                                      "machines or people")
@@ -385,14 +388,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .serve import serve
+    from .serve import listen, serve
+    sock = listen(args.host, args.port)  # first: a port in use is told before any work
     warehouse, out = _warehouse(args), Path(args.out)
     if not (out / "site" / "index.html").is_file():
         _report(warehouse, out, args.quiet)
     if not args.quiet:
         print(f"serving {out / 'site'} at http://{args.host}:{args.port}/ (live search over {warehouse}); "
               "Ctrl-C stops")
-    serve(out / "site", warehouse, host=args.host, port=args.port)
+    serve(out / "site", warehouse, host=args.host, port=args.port, allow_hosts=args.allow_host, sock=sock)
     return 0
 
 
