@@ -499,16 +499,18 @@ def cmd_usage(args: argparse.Namespace) -> int:
 def cmd_models(args: argparse.Namespace) -> int:
     from .checks import ChecksFailed, run_checks
     from .models import run_models
-    from .warehouse import connect, transaction
-    con = connect(_warehouse(args))
-    try:
-        with transaction(con):
-            built = run_models(con)
-            failures = run_checks(con)
-            if failures:
-                raise ChecksFailed(failures)
-    finally:
-        con.close()
+    from .warehouse import connect, transaction, writing
+    warehouse = _warehouse(args)
+    with writing(warehouse):
+        con = connect(warehouse)
+        try:
+            with transaction(con):
+                built = run_models(con)
+                failures = run_checks(con)
+                if failures:
+                    raise ChecksFailed(failures)
+        finally:
+            con.close()
     print(f"models: {len(built)} tables rebuilt, checks passed")
     return 0
 

@@ -14,6 +14,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from .warehouse import (
     set_meta,
     stored_result_chars,
     transaction,
+    writing,
 )
 
 log = logging.getLogger(__name__)
@@ -74,10 +76,13 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     summary = RunSummary(new_run_id(now), "full" if full else "incremental", roots)
     redactions: Counter[str] = Counter()
 
-    con = connect(warehouse)
-    folder = run_folder(warehouse)
-    (folder / "scratch").mkdir()
-    try:
+    with ExitStack() as held:
+        held.enter_context(writing(warehouse))  # this tool's readers (serve's searches) wait for the run
+        con = connect(warehouse)
+        held.callback(con.close)
+        folder = run_folder(warehouse)
+        held.callback(shutil.rmtree, folder, ignore_errors=True)
+        (folder / "scratch").mkdir()
         with transaction(con):
             kept: list[str] = []
             if full:  # from scratch, but for what nothing can read again: the rows of sources gone from disk
@@ -178,9 +183,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             record_run(con, summary, now)
             tell(0, 0, "committing")
         summary.phase("commit", mark)  # logged only: _runs was written before the commit
-    finally:
-        con.close()
-        shutil.rmtree(folder, ignore_errors=True)
+
     log.info(summary.line())
     log.info("phases (s): %s", ", ".join(f"{k} {v:.2f}" for k, v in summary.phases.items()))
     return summary

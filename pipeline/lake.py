@@ -24,6 +24,7 @@ import re
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,7 +35,19 @@ from . import extensions
 from .checks import ChecksFailed, run_checks
 from .models import load_models, run_models
 from .schema import STAR, TABLES
-from .warehouse import connect, ensure_schema, key_table, meta, quiet, set_meta, transaction
+from .warehouse import (
+    WarehouseBusy,
+    check_file,
+    connect,
+    ensure_schema,
+    key_table,
+    locked,
+    may_read,
+    meta,
+    quiet,
+    set_meta,
+    transaction,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +71,14 @@ class LakeError(Exception):
 
 
 # ------------------------------------------------------------------------------------ catalog
+# user:password@ in a postgresql:// URI (libpq reads URIs as well as key=value strings), percent-encoded or not
+_URI_PASSWORD = re.compile(r"://[^/?#@\s]*:[^/?#@\s]*@|://[^/?#\s]*%3a[^/?#\s]*@", re.IGNORECASE)
+
+
 def attach_uri(catalog: str) -> str:
     """The DuckLake ATTACH string of a catalog: ``postgres:...`` (a connection string), or the path of
     a local catalog file (``.sqlite`` / ``.db`` for SQLite, anything else a DuckDB file)."""
-    if re.search(r"\bpassword\s*=", catalog, re.IGNORECASE):
+    if re.search(r"\bpassword\s*=", catalog, re.IGNORECASE) or _URI_PASSWORD.search(catalog):
         raise LakeError("the catalog names a password: give it in PGPASSWORD or ~/.pgpass instead, never on the "
                         "command line")
     if catalog.startswith(("postgres:", "postgresql:")):
@@ -75,7 +92,10 @@ def attach_uri(catalog: str) -> str:
 def describe(catalog: str) -> str:
     """The catalog as logs show it: a connection string without its user and host details beyond the name."""
     if catalog.startswith(("postgres:", "postgresql:")):
-        db = re.search(r"\bdbname\s*=\s*(\S+)", catalog)
+        conninfo = catalog.split(":", 1)[1]
+        db = re.search(r"\bdbname\s*=\s*([^\s&]+)", conninfo)
+        if db is None and "://" in conninfo:  # postgresql://[user@]host[:port]/dbname[?options]
+            db = re.match(r"[a-z]+://[^/?#]*/([^/?#\s]+)", conninfo, re.IGNORECASE)
         return f"postgres database {db.group(1) if db else '?'}"
     return str(Path(catalog).expanduser())
 
@@ -194,11 +214,25 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
     summary = PushSummary(machine or default_machine(), user or default_user())
     if not Path(warehouse).exists():
         raise LakeError(f"no warehouse at {warehouse}: run `python -m pipeline ingest` first")
+    check_file(warehouse)
+    may_read(warehouse)  # an ingest writing it: busy, in one line
     con = duckdb.connect(config=extensions.config())
     quiet(con)
     try:
         con.execute("set TimeZone = 'UTC'")
-        con.execute(f"attach {_quote(str(Path(warehouse).resolve()))} as wh (read_only)")
+        try:
+            con.execute(f"attach {_quote(str(Path(warehouse).resolve()))} as wh (read_only)")
+        except duckdb.Error as exc:
+            if locked(exc):
+                raise WarehouseBusy(f"{warehouse} is being written by another process: push when it is done") \
+                    from exc
+            raise
+        missing = [t for t in LAKE_TABLES if not con.execute(
+            "select count(*) from information_schema.tables where table_catalog = 'wh' and table_name = ?",
+            [t]).fetchone()[0]]
+        if missing:  # checked before the lake is attached: a lake is never created for nothing
+            raise LakeError(f"{warehouse} is not a warehouse of this tool (no {missing[0]}): push the one "
+                            "`ingest` wrote")
         attach(con, catalog, data_path=data_path)
         local = _digests(con, metrics_only)
         for attempt in range(1, RETRIES + 1):
@@ -296,16 +330,54 @@ def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
         con.close()
     if not has_tables:
         raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
-    if path.exists():
-        con = connect(path, read_only=True)
-        try:
-            have = meta(con, "lake_snapshot")
-        except duckdb.Error:
-            have = None
-        finally:
-            con.close()
-        if have == snapshot:
-            return path
+    with _building(path):  # two `report --lake` at once: one builds the copy, the other waits and reads it
+        have = _copy_snapshot(path)
+        if have != snapshot:
+            _build_copy(catalog, path, snapshot)
+    return path
+
+
+@contextmanager
+def _building(path: Path):
+    """Exclusive use of a lake's local copy while it is checked and rebuilt (``fcntl`` where there is one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _copy_snapshot(path: Path) -> str | None:
+    """The lake snapshot the local copy holds (None: no copy yet, or an empty file). A file that holds
+    anything else - this machine's own warehouse, another database - is never replaced by the copy."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    con = connect(path, read_only=True)  # a SQLite or other file: one line, from check_file
+    try:
+        tables = {r[0] for r in con.execute("select table_name from information_schema.tables "
+                                            "where table_catalog = current_database()").fetchall()}
+        if not tables:
+            return None
+        snapshot = meta(con, "lake_snapshot") if "_meta" in tables else None
+        if snapshot is None:
+            ingested = "_source_files" in tables and con.execute("select count(*) from _source_files").fetchone()[0]
+            what = "this machine's own ingest" if ingested else "tables that are not a copy of a lake"
+            raise LakeError(f"{path} holds {what}: the lake's copy is never written over it; give --warehouse "
+                            "a file of its own for the copy, or leave --warehouse out (a copy in ~/.cache)")
+        return snapshot
+    finally:
+        con.close()
+
+
+def _build_copy(catalog: str, path: Path, snapshot: str) -> None:
+    """The whole lake into a new local warehouse, with the models built over it, in place of ``path``."""
     tmp = path.with_name(path.name + ".building")
     tmp.unlink(missing_ok=True)
     con = connect(tmp)
@@ -321,8 +393,11 @@ def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
                     from lake.lake_sessions) where rn = 1""")
             for table in LAKE_TABLES:
                 cols = ", ".join(f't."{c.name}"' for c in TABLES[table].columns)
-                con.execute(f'insert into "{table}" select {cols} from lake."{table}" as t join chosen as c '
-                            "on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
+                try:
+                    con.execute(f'insert into "{table}" select {cols} from lake."{table}" as t join chosen as c '
+                                "on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
+                except duckdb.Error as exc:
+                    raise _unreadable(catalog, table, exc) from exc
             run_models(con)
             failures = run_checks(con)
             if failures:
@@ -331,4 +406,55 @@ def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
     finally:
         con.close()
     tmp.replace(path)
-    return path
+
+
+def _unreadable(catalog: str, table: str, exc: duckdb.Error) -> Exception:
+    """One line for a lake data file that cannot be read (gone, truncated, garbled): which file, and why.
+    The file is the one DuckDB's message names, else the first of the table's files whose size is not the
+    one the catalog recorded or that does not read; none found, the error is DuckDB's own."""
+    message = str(exc).splitlines()[0]
+    named = re.search("'([^']+[.]parquet)'|\"([^\"]+[.]parquet)\"", message)
+    if named:
+        file = named.group(1) or named.group(2)
+        reason = re.sub(r"^[A-Za-z ]*Error: ", "", message).replace(f"'{file}'", "").replace(f'"{file}"', "")
+        reason = re.sub(r"\s+:", ":", reason.replace(" at end of file", "")).strip(" :")
+    else:
+        file, reason = _bad_file(catalog, table)
+        if file is None:
+            return exc
+    return LakeError(f"the lake {describe(catalog)} has a data file of {table} that cannot be read: {file} "
+                     f"({reason}); push again from the machine that wrote it, or restore the file")
+
+
+def _bad_file(catalog: str, table: str) -> tuple[str | None, str]:
+    """The first data file of a lake table that is not as the catalog recorded it or does not read (on a
+    connection of its own: the failed one's transaction is aborted)."""
+    con = duckdb.connect(config=extensions.config())
+    try:
+        quiet(con)
+        attach(con, catalog, read_only=True)
+        files = con.execute("select data_file, data_file_size_bytes, delete_file, delete_file_size_bytes "
+                            "from ducklake_list_files('lake', ?)", [table]).fetchall()
+        return _first_bad(con, files)
+    except (duckdb.Error, LakeError):
+        return None, ""
+    finally:
+        con.close()
+
+
+def _first_bad(con: duckdb.DuckDBPyConnection, files: list[tuple]) -> tuple[str | None, str]:
+    for data_file, data_size, delete_file, delete_size in files:
+        for file, size in ((data_file, data_size), (delete_file, delete_size)):
+            if not file:
+                continue
+            try:
+                have = os.path.getsize(file)
+            except OSError as err:
+                return file, err.strerror or "cannot be opened"
+            if size is not None and have != size:
+                return file, f"{have:,} bytes where the catalog recorded {size:,}"
+            try:
+                con.execute("select * from read_parquet(?)", [file]).fetch_arrow_table()
+            except duckdb.Error as err:
+                return file, re.sub(r"^[A-Za-z ]*Error: ", "", str(err).splitlines()[0])
+    return None, ""

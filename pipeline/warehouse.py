@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -183,6 +184,79 @@ class WarehouseError(Exception):
     """The warehouse cannot be opened or written."""
 
 
+class WarehouseBusy(WarehouseError):
+    """Another process is writing the warehouse."""
+
+
+# How long a writer waits for readers to let go of the warehouse file (DuckDB lets one process write it,
+# and none do while another has it open): $COPILOT_WAREHOUSE_LOCK_WAIT seconds, else 60
+LOCK_WAIT = 60.0
+
+
+def _gate(path: str | Path) -> Path:
+    """The writer's gate beside a warehouse: a writer holds it exclusively for its whole run, and this tool's
+    readers do not open the warehouse meanwhile - so a busy `serve` never keeps an ingest out."""
+    return Path(f"{path}.writer")
+
+
+@contextmanager
+def writing(path: str | Path):
+    """Hold the warehouse's writer gate for the block: this tool's readers stop opening the warehouse (they
+    say it is busy; `serve` answers from its prebuilt index), those reading now finish, and a second writer is
+    refused with one line. Without ``fcntl`` (Windows), the block runs without the gate."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    gate = _gate(path)
+    try:
+        gate.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WarehouseError(f"cannot create the warehouse folder {gate.parent}: {exc.strerror}") from exc
+    try:
+        fd = os.open(gate, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise WarehouseError(f"cannot create {gate}: {exc.strerror}") from exc
+    try:
+        deadline = time.monotonic() + 2.0  # a reader holds the gate shared for a moment only
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise WarehouseBusy(f"another process is writing {path} (an ingest, `models`, or a lake copy "
+                                        "being built): run again when it is done") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
+
+
+def may_read(path: str | Path) -> None:
+    """A reader's look at the writer's gate: busy while a writer holds it."""
+    try:
+        import fcntl
+    except ImportError:
+        return
+    try:
+        fd = os.open(_gate(path), os.O_RDONLY)
+    except OSError:
+        return  # never written by this version, or not ours to read: DuckDB's own lock still applies
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise WarehouseBusy(f"an ingest is writing {path}: run again when it is done") from None
+    finally:
+        os.close(fd)
+
+
+def locked(exc: Exception) -> bool:
+    """Whether a DuckDB error says another process holds the file."""
+    return "Could not set lock" in str(exc) or "Conflicting lock" in str(exc)
+
+
 def quiet(con: duckdb.DuckDBPyConnection) -> None:
     """No progress bar of DuckDB's own: it is on by default and drew on the terminal during any query
     over 2 s (a `report --quiet` of the 1 GB `events` warehouse showed one); the CLI draws its own, on a
@@ -190,7 +264,29 @@ def quiet(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("set enable_progress_bar = false")
 
 
+def check_file(path: str | Path) -> None:
+    """A file given as the warehouse must be a DuckDB database (or empty): DuckDB would open a SQLite file
+    through its sqlite extension and fail later on a missing table, or write its own tables into it."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except FileNotFoundError:
+        return
+    except IsADirectoryError as exc:
+        raise WarehouseError(f"{path} is a folder, not a warehouse file (give a .duckdb file)") from exc
+    except OSError as exc:
+        raise WarehouseError(f"cannot read the warehouse {path}: {exc.strerror}") from exc
+    if not head or head[8:12] == b"DUCK":
+        return
+    kind = ("is a SQLite database, not a warehouse" if head.startswith(b"SQLite format 3") else
+            "is a Parquet file, not a warehouse" if head.startswith(b"PAR1") else "is not a DuckDB database")
+    raise WarehouseError(f"{path} {kind}: give --warehouse a DuckDB file (.duckdb) of its own")
+
+
 def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection to the warehouse. A reader first looks at the writer's gate (``writing``) and is told the
+    warehouse is busy while an ingest writes it; a writer waits up to LOCK_WAIT seconds for readers that
+    have the file open (this tool's finish their query; another program's may not)."""
     path = Path(path)
     if not read_only:
         try:
@@ -199,6 +295,21 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
             raise WarehouseError(f"cannot create the warehouse folder {path.parent}: {exc.strerror}") from exc
     elif not path.exists():
         raise WarehouseError(f"no warehouse at {path}: run `python -m pipeline ingest` first")
+    else:
+        may_read(path)
+    check_file(path)
+    wait = float(os.environ.get("COPILOT_WAREHOUSE_LOCK_WAIT") or LOCK_WAIT)
+    deadline = time.monotonic() + (0.0 if read_only else wait)
+    while True:
+        try:
+            return _open(path, read_only)
+        except WarehouseBusy:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
         settings = {"memory_limit": memory_limit(), **extensions.config()}
         if os.environ.get("COPILOT_WAREHOUSE_THREADS"):
@@ -210,13 +321,20 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
             # spill folder where DuckDB puts a file database's: next to it)
             con = duckdb.connect(":memory:", config={**settings, "temp_directory": f"{path}.tmp"})
             quoted = str(path).replace("'", "''")
-            con.execute(f"attach '{quoted}' as warehouse (row_group_size {row_group_size()})")
+            try:
+                con.execute(f"attach '{quoted}' as warehouse (row_group_size {row_group_size()})")
+            except BaseException:
+                con.close()
+                raise
             con.execute("use warehouse")
         # every timestamp is TIMESTAMPTZ: shown, cast to a date and truncated in UTC whatever the machine's zone
         con.execute("set TimeZone = 'UTC'")
         quiet(con)
         return con
     except (duckdb.IOException, duckdb.Error) as exc:
+        if locked(exc):
+            raise WarehouseBusy(f"{path} is open in another process that writes it, or (for a writer) reads it: "
+                                "run again when it is done") from exc
         if "version number" in str(exc) and "newer version" in str(exc):
             raise WarehouseError(
                 f"the warehouse {path} was written by a newer DuckDB than this version uses ({duckdb.__version__}, "

@@ -21,7 +21,8 @@ from pipeline.ingest import ingest
 from pipeline.schema import MODELS, STAR
 
 from . import pg
-from .conftest import REPO
+from .conftest import REPO, SAMPLE_HOME
+from .conftest import rows as rows_of
 from .machines import MACHINES, write_machines
 
 TAGS = {"machine_id", "user_name"}
@@ -207,6 +208,101 @@ def test_a_session_that_grew_replaces_its_rows_in_the_lake(tmp_path):
     w.close()
 
 
+def test_two_reports_of_the_lake_at_once_both_succeed(machines, tmp_path):
+    """Two `report --lake` started together share the local copy (the default one in ~/.cache): one builds
+    it, the other waits and reads it - after each push, when the copy is rebuilt, and when it is current."""
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.duckdb")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for round_, machine in enumerate(["laptop", "desktop", None]):
+        if machine:
+            assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse",
+                         str(warehouses[machine]), "--machine", machine, "--user", "ana", "--quiet"]) == 0
+        procs = [subprocess.Popen([sys.executable, "-m", "pipeline", "report", "--lake", catalog, "--out",
+                                   str(tmp_path / f"out-{round_}-{i}"), "--quiet"], cwd=REPO, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+        results = [(p.wait(300), p.communicate()[1]) for p in procs]
+        assert [code for code, _err in results] == [0, 0], results
+        copies = list((tmp_path / "cache" / "copilot-warehouse").glob("lake-*.duckdb"))
+        assert len(copies) == 1 and not list(copies[0].parent.glob("*.building"))
+        n = 2 if machine is None else {"laptop": 1, "desktop": 2}[machine]
+        assert rows_of(copies[0], "select n_machines from report_people") == [(n,)]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbled", "gone"])
+def test_a_damaged_data_file_in_the_lake_is_one_line_naming_it(tmp_path, capsys, damage):
+    """The sample home: enough turns that DuckLake writes them to a parquet file (a few rows stay inlined in
+    the catalog)."""
+    catalog, warehouse = str(tmp_path / "lake.duckdb"), tmp_path / "w.duckdb"
+    ingest(warehouse, [SAMPLE_HOME])
+    assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse",
+                 str(warehouse), "--machine", "laptop", "--user", "ana", "--quiet"]) == 0
+    file = sorted((tmp_path / "data").rglob("fct_turns/*.parquet"))[0]
+    data = file.read_bytes()
+    if damage == "truncated":
+        file.write_bytes(data[: len(data) // 2])
+    elif damage == "garbled":
+        middle = (bytes(range(256)) * (len(data) // 256 + 1))[: len(data) - 12]
+        file.write_bytes(data[:4] + middle + data[-8:])  # the size the catalog recorded, the bytes not
+    else:
+        file.unlink()
+    copy = tmp_path / "copy.duckdb"
+    for argv in (["report", "--lake", catalog, "--warehouse", str(copy), "--out", str(tmp_path / "out")],
+                 ["query", "select count(*) from fct_turns", "--lake", catalog, "--warehouse", str(copy)]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(file) in err and "fct_turns" in err and "internal error" not in err, err
+    assert not copy.exists() and not (tmp_path / "out").exists()
+
+
+def test_the_lake_copy_never_replaces_a_warehouse_of_another_kind(machines, tmp_path, capsys):
+    """`report --lake L --warehouse OWN` with this machine's own warehouse as OWN: refused, OWN as it was
+    (it replaced the staging rows with the lake's copy); the same for a DuckDB file of other tables."""
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.duckdb")
+    own = tmp_path / "own.duckdb"
+    shutil.copy(warehouses["laptop"], own)
+    assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse", str(own),
+                 "--machine", "laptop", "--user", "ana", "--quiet"]) == 0
+    before = own.read_bytes()
+    other = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(other))
+    con.execute("create table mine as select 42 as answer")
+    con.close()
+    for target, said in ((own, "this machine's own ingest"), (other, "not a copy of a lake")):
+        assert main(["report", "--lake", catalog, "--warehouse", str(target), "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and str(target) in err, err
+    assert own.read_bytes() == before and rows_of(other, "select answer from mine") == [(42,)]
+    assert not (tmp_path / "out").exists()
+    # a file of its own, and the copy it built, are used as before
+    assert main(["report", "--lake", catalog, "--warehouse", str(tmp_path / "copy.duckdb"), "--out",
+                 str(tmp_path / "out"), "--quiet"]) == 0
+    assert main(["query", "select 1", "--lake", catalog, "--warehouse", str(tmp_path / "copy.duckdb")]) == 0
+
+
+def test_a_sqlite_file_as_the_warehouse_is_one_line_and_changes_nothing(tmp_path, capsys):
+    import sqlite3
+
+    db = tmp_path / "history.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("create table notes (body text)")
+    con.execute("insert into notes values ('mine')")
+    con.commit()
+    con.close()
+    before = db.read_bytes()
+    catalog = tmp_path / "lake.duckdb"
+    for argv in (["report", "--warehouse", str(db), "--out", str(tmp_path / "out")],
+                 ["push", "--lake", str(catalog), "--data-path", str(tmp_path / "data"), "--warehouse", str(db)],
+                 ["ingest", "--warehouse", str(db), "--copilot-home", str(SAMPLE_HOME)],
+                 ["query", "select 1", "--warehouse", str(db)]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is a SQLite database, not a warehouse" in err, err
+    assert db.read_bytes() == before
+    assert not catalog.exists() and not (tmp_path / "data").exists() and not (tmp_path / "out").exists()
+
+
 def test_metrics_only_pushes_no_text(machines, tmp_path):
     _root, _homes, warehouses, _together = machines
     catalog = str(tmp_path / "metrics.duckdb")
@@ -226,12 +322,29 @@ def test_metrics_only_pushes_no_text(machines, tmp_path):
     con.close()
 
 
-def test_a_password_on_the_command_line_is_refused_and_never_printed(machines, capsys):
+@pytest.mark.parametrize("catalog", [
+    "postgres:dbname=lake host=127.0.0.1 password=hunter2secret",
+    "postgres:postgresql://ana:hunter2secret@127.0.0.1/lake",
+    "postgres:postgres://ana:hunter2secret@127.0.0.1:5432/lake?sslmode=disable",
+    "postgres:postgresql://ana%3Ahunter2secret@127.0.0.1/lake",
+    "postgresql:postgresql://127.0.0.1/lake?user=ana&password=hunter2secret",
+])
+def test_a_password_on_the_command_line_is_refused_and_never_printed(machines, tmp_path, capsys, catalog):
     _root, _homes, warehouses, _together = machines
-    assert main(["push", "--lake", "postgres:dbname=lake host=127.0.0.1 password=hunter2secret",
-                 "--warehouse", str(warehouses["laptop"])]) == 2
-    err = capsys.readouterr().err
-    assert "PGPASSWORD" in err and "hunter2secret" not in err
+    for argv in (["push", "--lake", catalog, "--warehouse", str(warehouses["laptop"])],
+                 ["report", "--lake", catalog, "--out", str(tmp_path / "out")],
+                 ["query", "select 1", "--lake", catalog]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "PGPASSWORD" in err and "hunter2secret" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_postgres_uri_is_named_by_its_database():
+    assert lake.describe("postgres:postgresql://ana@db.example:5432/team_lake?sslmode=require") == \
+        "postgres database team_lake"
+    assert lake.attach_uri("postgres:postgresql://ana@db.example/team_lake") == \
+        "ducklake:postgres:postgresql://ana@db.example/team_lake"
 
 
 
@@ -239,7 +352,7 @@ def test_a_warehouse_written_by_a_newer_duckdb_says_what_to_do(tmp_path, monkeyp
     """DuckDB is pinned to 1.5.5 for the extensions: a file an earlier version wrote with DuckDB 2.x
     cannot be read, and the message says why and what to do."""
     wh = tmp_path / "w.duckdb"
-    wh.write_bytes(b"written by duckdb 2")
+    wh.write_bytes(b"\0" * 8 + b"DUCK" + b"written by duckdb 2")  # a DuckDB file's magic bytes
 
     def newer(*args, **kwargs):
         raise duckdb.IOException("IO Error: Trying to read a database file with version number 999, but we can only "

@@ -1,5 +1,6 @@
 """``serve`` as a user runs it (``python -m pipeline serve`` in its own process): it answers only requests that
-name it, and says in one line when its port is taken."""
+name it, says in one line when its port is taken, and an ``ingest`` of the warehouse it searches succeeds
+while clients keep searching."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +90,54 @@ def test_a_port_in_use_is_one_line_and_exit_2(served, capsys):
     assert captured.err.strip().splitlines() == [
         f"error: port {port} on 127.0.0.1 is in use by another program: choose another with --port"]
     assert not (warehouse.parent / "other").exists()  # told before any work
+
+
+def test_ingest_succeeds_while_clients_keep_searching(served):
+    """Four clients search without pause while the warehouse is ingested again and again: every ingest
+    succeeds; a search during an ingest is answered 503 (the page then searches its prebuilt index), never
+    an error of another kind, and searches succeed again after."""
+    port, warehouse = served
+    statuses: Counter[int] = Counter()
+    stop = threading.Event()
+
+    def client() -> None:
+        while not stop.is_set():
+            status, _body = _get(port, "/api/search?q=token+refresh&k=20")
+            statuses[status] += 1
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1)
+        for _ in range(3):
+            assert main(["ingest", "--warehouse", str(warehouse), "--copilot-home", str(SAMPLE_HOME), "--full",
+                         "--quiet"]) == 0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert set(statuses) <= {200, 503}, statuses
+    assert statuses[200] > 0
+    assert _get(port, "/api/search?q=token&k=5")[0] == 200
+
+
+def test_a_second_writer_is_refused_in_one_line(tmp_path, capsys):
+    """Two writers at once: the second waits a moment for the writer's gate, then says the warehouse is
+    busy (DuckDB lets one process write a file)."""
+    from pipeline.warehouse import writing
+
+    warehouse = tmp_path / "w.duckdb"
+    assert main(["ingest", "--warehouse", str(warehouse), "--copilot-home", str(SAMPLE_HOME), "--quiet"]) == 0
+    before = Path(warehouse).stat().st_mtime_ns
+    with writing(warehouse):
+        assert main(["ingest", "--warehouse", str(warehouse), "--copilot-home", str(SAMPLE_HOME), "--full",
+                     "--quiet"]) == 2
+        assert main(["query", "select count(*) from dim_sessions", "--warehouse", str(warehouse)]) == 2
+        assert main(["push", "--lake", str(tmp_path / "lake.duckdb"), "--data-path", str(tmp_path / "data"),
+                     "--warehouse", str(warehouse)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and all(line.startswith("error: ") and "writing" in line for line in err), err
+    assert not (tmp_path / "lake.duckdb").exists()
+    assert Path(warehouse).stat().st_mtime_ns == before
+    assert main(["query", "select count(*) from dim_sessions", "--warehouse", str(warehouse)]) == 0
