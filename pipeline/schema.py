@@ -83,13 +83,15 @@ STAGING = [
         ("arguments", "VARCHAR", "Tool arguments as JSON text (DuckDB's compact form, keys in the order written)."),
         ("success", "BOOLEAN", "`success` of tool.execution_complete."),
         ("error_message", "VARCHAR", "Error message of a failed tool call or session.error."),
-        ("result_content", "VARCHAR", "`result.content` of a completed tool call: the one place the whole output "
-                                      "is stored (redacted)."),
-        ("result_chars", "BIGINT", "Length of `result_content` in characters."),
-        ("result_md5", "VARCHAR", "MD5 of `result_content`'s UTF-8 bytes, hex (of the redacted text)."),
-        ("result_head", "VARCHAR", "The first 4,096 characters of `result_content` (when those are white space, "
-                                   "up to its first two others): what the star reads of an output, so that no "
-                                   "ingest reads whole outputs it does not show."),
+        ("result_content", "VARCHAR", "`result.content` of a completed tool call, redacted, when it is longer "
+                                      "than `result_head`: the one place the whole output is stored (NULL when "
+                                      "`result_head` holds it whole; `coalesce(result_content, result_head)` is "
+                                      "the output)."),
+        ("result_chars", "BIGINT", "Length of the output in characters."),
+        ("result_md5", "VARCHAR", "MD5 of the output's UTF-8 bytes, hex (of the redacted text)."),
+        ("result_head", "VARCHAR", "The first 4,096 characters of the output (when those are white space, up "
+                                   "to its first two others), the whole of it when shorter: what the star reads "
+                                   "of an output, so that no ingest reads whole outputs it does not show."),
         ("parent_tool_call_id", "VARCHAR", "`parentToolCallId` (inside subagents)."),
         ("mcp_server_name", "VARCHAR", "`mcpServerName` of MCP tool calls."),
         ("output_tokens", "BIGINT", "`outputTokens` of assistant.message."),

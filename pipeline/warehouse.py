@@ -133,10 +133,11 @@ def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: object) -> None:
     con.execute("insert into _meta values (?, ?)", [key, str(value)])
 
 
-# the whole output of each tool call, from the one place it is stored (a warehouse built from a lake
-# has no staging rows: there it is what fct_tool_calls holds); declared in schema.VIEWS
+# the whole output of each tool call, from the one place it is stored (stg_events.result_content, or its
+# result_head when that holds it whole; a warehouse built from a lake has no staging rows: there it is what
+# fct_tool_calls holds); declared in schema.VIEWS
 VIEW_SQL = {"tool_call_outputs": """
-select c.session_id, c.tool_call_id, coalesce(e.result_content, c.result_content) as result_content,
+select c.session_id, c.tool_call_id, coalesce(e.result_content, e.result_head, c.result_content) as result_content,
        c.result_chars, c.result_md5
 from fct_tool_calls as c
 left join stg_events as e on e._source_path = c.result_source_path and e._source_line = c.result_source_line
@@ -153,7 +154,10 @@ _HEAD = (f"case when length(result_content) <= {RESULT_HEAD_CHARS} then result_c
          f"then left(result_content, length(regexp_extract(result_content, '^{_WS}')) + 2) "
          f"else left(result_content, {RESULT_HEAD_CHARS}) end")
 UPGRADE_SQL = [f"update stg_events set result_head = {_HEAD}, result_chars = length(result_content), "
-               "result_md5 = md5(result_content) where result_content is not null and result_md5 is null"]
+               "result_md5 = md5(result_content) where result_content is not null and result_md5 is null",
+               # an output its head holds whole is stored there only, as the reader stores it
+               "update stg_events set result_content = null "
+               "where result_content is not null and length(result_head) = result_chars"]
 
 
 def fill_kept_rows(con: duckdb.DuckDBPyConnection) -> None:

@@ -288,6 +288,12 @@ def test_star_rows_built_from_the_trimmed_staging_pull_equal_those_from_all_of_i
     assert all(len(v) > RESULT_PREFIX for v in outputs.values())
     assert dict(rows(trimmed, "select tool_call_id, result_content from tool_call_outputs "
                               "where session_id = 'long-outputs'")) == outputs
+    # each output's text stored once: a short one in its head only, a long one whole beside its head
+    twice, short = rows(trimmed, "select count(*) filter (where result_content is not null), count(*) from "
+                                 "stg_events where result_chars is not null and length(result_head) = result_chars")[0]
+    assert twice == 0 and short > 0
+    assert rows(trimmed, "select count(*) from stg_events where length(result_head) < result_chars "
+                         "and result_content is null") == [(0,)]
     touched = {r[0] for r in rows(trimmed, "select f.path from fct_file_touches t join dim_files f using (file_id) "
                                            "where t.session_id = 'long-outputs'")}
     assert touched == {"a.py", "Makefile", "Dockerfile"}  # c is a folder listing
@@ -421,7 +427,8 @@ def test_a_warehouse_of_an_older_format_is_read_again_and_equals_a_new_one(sampl
     ingest(wh, [sample_home])
     n_sources = rows(wh, "select count(*) from _source_files")[0][0]
     con = duckdb.connect(str(wh))  # as version 3 left it: no result facts, format 3
-    con.execute("update stg_events set result_head = null, result_chars = null, result_md5 = null")
+    con.execute("update stg_events set result_content = coalesce(result_content, result_head), "
+                "result_head = null, result_chars = null, result_md5 = null")
     con.execute("update _meta set value = '3' where key = 'format_version'")
     con.close()
     ingest(fresh, [sample_home])  # built anew from the same files
@@ -432,7 +439,8 @@ def test_a_warehouse_of_an_older_format_is_read_again_and_equals_a_new_one(sampl
     assert rows(wh, "select value from _meta where key = 'format_version'") == [(str(FORMAT_VERSION),)]
     assert rows(wh, "select count(*) from stg_events where result_content is not null and result_md5 is null") \
         == [(0,)]
-    facts = "select result_head, result_chars, result_md5 from stg_events where result_md5 is not null order by all"
+    facts = ("select result_content, result_head, result_chars, result_md5 from stg_events "
+             "where result_md5 is not null order by all")
     assert rows(wh, facts) == rows(fresh, facts) and len(rows(fresh, facts)) > 10
     for table in STAR_TABLES:  # the same rows, but for which sessions are gone from disk
         sql = f'select *{" exclude (is_gone)" if table == "dim_sessions" else ""} from "{table}" order by all'

@@ -196,18 +196,21 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
 def fill_outputs(con: duckdb.DuckDBPyConnection, in_affected: str, chars: int) -> None:
     """The star's tool calls (waiting in ``_CALLS``) into fct_tool_calls, each with the first ``chars``
     characters of its output (0: all of it) from the completion event it came from (``RESULT_SOURCE``):
-    its stored head, or, past that, the output itself. Only the affected sessions' events are read."""
+    its stored head (the whole output when it is short), or, past that, the output itself. Only the
+    affected sessions' events are read."""
     from ..transform.star import RESULT_SOURCE
 
     path, line = RESULT_SOURCE
-    text = ("ev.result_content" if chars == 0 or chars > RESULT_HEAD_CHARS else "ev.result_head")
+    whole = chars == 0 or chars > RESULT_HEAD_CHARS  # more than the head: the long outputs' whole text
+    text = "coalesce(ev.result_content, ev.result_head)" if whole else "ev.result_head"
+    columns = "result_content, result_head" if whole else "result_head"
     cut = text if chars == 0 else f"left({text}, {int(chars)})"
     con.execute(f"""
         insert into fct_tool_calls by name
         select calls.* replace (case when calls.{path} is null then calls.result_content else {cut} end
                                 as result_content)
         from {_CALLS} as calls
-        left join (select _source_path, _source_line, {text.removeprefix("ev.")} from stg_events
+        left join (select _source_path, _source_line, {columns} from stg_events
                    where session_id in {in_affected} and result_chars is not null) as ev
           on ev._source_path = calls.{path} and ev._source_line = calls.{line}""")
     con.execute(f"drop table {_CALLS}")

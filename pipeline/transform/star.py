@@ -253,6 +253,9 @@ def tool_calls(ev: pl.DataFrame, tools: pl.DataFrame, requests: pl.DataFrame) ->
                       pl.col("mcp_server_name").alias("start_mcp"), pl.col("turn_index").alias("start_turn"),
                       pl.col("parent_tool_call_id").alias("start_parent"), pl.col("at").alias("started_at")))
     if "result_content" in tools.columns:  # a frame built by hand holds the whole output: its facts from it
+        text = pl.coalesce("result_content", "result_head") if "result_head" in tools.columns else pl.col(
+            "result_content")  # staging's whole rows: a short output is in its head only
+        tools = tools.with_columns(text.alias("result_content"))
         text = pl.col("result_content")
         md5 = text.map_elements(lambda t: hashlib.md5(t.encode()).hexdigest(), return_dtype=pl.String, skip_nulls=True)
         tools = tools.with_columns(text.str.len_chars().cast(pl.Int64).alias("result_chars"), md5.alias("result_md5"),
