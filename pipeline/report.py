@@ -210,7 +210,7 @@ def write_sessions(con: duckdb.DuckDBPyConnection, data: queries.WikiData, part:
     """The wiki and site pages of the sessions ``part`` (a group of ``chunks``), their page data read
     from the warehouse, written where they changed (``tree.write_files``; ``write_tree`` lists them in
     the manifests). The page data of only these sessions is in memory at once, and of a session of several
-    pages (``wiki.pages.page_ranges``) the prompts and tool calls of one page."""
+    pages (``wiki.queries.page_ranges``) the prompts and tool calls of one page."""
     wiki, site = TreeResult("wiki"), TreeResult("site")
     first, last = part[0]["session_id"], part[-1]["session_id"]
     plans = queries.page_plans(con, first, last)

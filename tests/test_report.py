@@ -151,10 +151,10 @@ def test_a_long_session_is_paged_and_every_prompt_is_on_one_page(sample_home, tm
 
     from pipeline import report
     from pipeline import site as site_module
-    from pipeline.wiki import pages
+    from pipeline.wiki import pages, queries
 
-    monkeypatch.setattr(pages, "PAGE_PROMPTS", 2)
-    monkeypatch.setattr(pages, "PAGE_CALLS", 3)
+    monkeypatch.setattr(queries, "PAGE_PROMPTS", 2)
+    monkeypatch.setattr(queries, "PAGE_CALLS", 3)
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
     report.run_report(wh, tmp_path / "out")
@@ -182,7 +182,7 @@ def test_a_long_session_is_paged_and_every_prompt_is_on_one_page(sample_home, tm
         prompts = [re.split(r"^## (?!Prompts)", w.split("## Prompts\n", 1)[1], flags=re.M)[0]
                    for w in (wiki[p] for p in wiki_pages)]
         assert sorted(int(n) - 1 for text in prompts for n in re.findall(r"^### (\d+)\. ", text, re.M)) == indexes
-        assert len(site_pages) == len(wiki_pages) == max(1, len(pages.page_ranges(
+        assert len(site_pages) == len(wiki_pages) == max(1, len(queries.page_ranges(
             [(t, c) for s, t, c in turns if s == sid])))
         paged += len(site_pages) > 1
     assert paged >= 2

@@ -18,6 +18,7 @@ import duckdb
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ..wiki import pages as wiki_pages
+from ..wiki import queries as wiki_queries
 from ..wiki.markdown import fmt_credits, fmt_duration, fmt_ms, fmt_num, fmt_ts, fmt_usd, page_name, plural
 from ..wiki.queries import WikiData, page_plans
 from .render import markdown
@@ -142,7 +143,7 @@ def session_pages(data: WikiData, sessions: list[dict]) -> dict[str, str]:
 def _listed(turn: dict | None, calls: list[dict]) -> dict:
     """A prompt and its tool calls as its page lists them: on a timeline, at most PAGE_CALLS of them (the
     failed ones first among those past it, up to FAILED_PER_PROMPT), with how many are left out."""
-    limit, total = wiki_pages.PAGE_CALLS, len(calls)
+    limit, total = wiki_queries.PAGE_CALLS, len(calls)
     n_failed = sum(c["is_success"] is False for c in calls)
     if total > limit:
         late_failed = [c for c in calls[limit:] if c["is_success"] is False][:wiki_pages.FAILED_PER_PROMPT]
@@ -153,7 +154,7 @@ def _listed(turn: dict | None, calls: list[dict]) -> dict:
 
 def session_page(data: WikiData, s: dict, page: int, ranges: list[tuple[int, int]],
                  render: Callable[..., str] | None = None) -> dict[str, str]:
-    """Page ``page`` of a session (``ranges``: its pages, ``wiki.pages.page_ranges``; none: one page) as
+    """Page ``page`` of a session (``ranges``: its pages, ``wiki.queries.page_ranges``; none: one page) as
     {relative path: text}: the first page with what the session is and its first prompts, each other page
     the prompts of its range."""
     render = render or _renderer(data, {})

@@ -24,7 +24,7 @@ from .markdown import (
     quoted,
     table,
 )
-from .queries import WikiData
+from .queries import WikiData, page_ranges
 
 ANSWER_MAX = 2000
 RECENT_SESSIONS = 10
@@ -32,10 +32,6 @@ LATEST_SESSIONS = 20  # on the index; the rest by month
 MONTH_PAGE = 100  # sessions per month page; a busier month gets more pages
 CALLS_PER_PROMPT = 40  # tool calls listed per prompt (failed ones always, up to FAILED_PER_PROMPT)
 FAILED_PER_PROMPT = 1_000
-# a session's pages (wiki and site): at most PAGE_PROMPTS prompts each, and a page closes before its tool calls
-# pass PAGE_CALLS (a prompt with more is a page of its own); one session of 200,000 calls was one 97 MB page
-PAGE_PROMPTS = 200
-PAGE_CALLS = 2_000
 TOP_FILES = 10
 TOP_TERMS = 15
 
@@ -176,23 +172,6 @@ def month_page(data: WikiData, month: str, pages: list[list[dict]], page: int) -
     return "\n".join([front_matter({"title": title, "type": "month", "month": month, "sessions": n,
                                      "page": page + 1}),
                       f"# {title}\n", " · ".join(nav) + "\n", head, _sessions_table(data, sessions, "../")]) + "\n"
-
-
-def page_ranges(turns: list[tuple[int, int | None]]) -> list[tuple[int, int]]:
-    """The pages of a session's prompts, from (turn_index, n_tool_calls) of each in order: the first and last
-    turn index of each page (PAGE_PROMPTS, PAGE_CALLS). Empty when one page holds them all."""
-    ranges: list[tuple[int, int]] = []
-    first = last = None
-    n_prompts = n_calls = 0
-    for turn, calls in turns:
-        if first is not None and (n_prompts >= PAGE_PROMPTS or n_calls + (calls or 0) > PAGE_CALLS):
-            ranges.append((first, last))
-            first, n_prompts, n_calls = None, 0, 0
-        first = turn if first is None else first
-        last, n_prompts, n_calls = turn, n_prompts + 1, n_calls + (calls or 0)
-    if first is not None:
-        ranges.append((first, last))
-    return ranges if len(ranges) > 1 else []
 
 
 def session_file(session_id: str, page: int, ext: str) -> str:

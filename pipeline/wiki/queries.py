@@ -12,6 +12,11 @@ import duckdb
 
 from .markdown import slug
 
+# a session's pages (wiki and site): at most PAGE_PROMPTS prompts each, and a page closes before its tool calls
+# pass PAGE_CALLS (a prompt with more is a page of its own); one session of 200,000 calls was one 97 MB page
+PAGE_PROMPTS = 200
+PAGE_CALLS = 2_000
+
 _USAGE_WEEKS = """
     select week, sum(requests) as requests, sum(input_tokens) as input_tokens,
            sum(output_tokens) as output_tokens, sum(cache_read_tokens) as cache_read_tokens,
@@ -144,11 +149,27 @@ def with_sessions(con: duckdb.DuckDBPyConnection, data: WikiData, first: str, la
     return dataclasses.replace(data, **session_parts(con, first, last, paged))
 
 
+def page_ranges(turns: list[tuple[int, int | None]]) -> list[tuple[int, int]]:
+    """The pages of a session's prompts, from (turn_index, n_tool_calls) of each in order: the first and last
+    turn index of each page (PAGE_PROMPTS, PAGE_CALLS). Empty when one page holds them all."""
+    ranges: list[tuple[int, int]] = []
+    first = last = None
+    n_prompts = n_calls = 0
+    for turn, calls in turns:
+        if first is not None and (n_prompts >= PAGE_PROMPTS or n_calls + (calls or 0) > PAGE_CALLS):
+            ranges.append((first, last))
+            first, n_prompts, n_calls = None, 0, 0
+        first = turn if first is None else first
+        last, n_prompts, n_calls = turn, n_prompts + 1, n_calls + (calls or 0)
+    if first is not None:
+        ranges.append((first, last))
+    return ranges if len(ranges) > 1 else []
+
+
+
 def page_plans(con: duckdb.DuckDBPyConnection, first: str | None = None,
                last: str | None = None) -> dict[str, list[tuple[int, int]]]:
-    """The pages of the sessions (from ``first`` to ``last``, or all) that have several (``pages.page_ranges``)."""
-    from .pages import PAGE_CALLS, PAGE_PROMPTS, page_ranges
-
+    """The pages of the sessions (from ``first`` to ``last``, or all) that have several (``page_ranges``)."""
     where, params = ("session_id between ? and ? and", [first, last]) if first is not None else ("", [])
     turns = _by(con, "session_id", f"""
         select session_id, turn_index, n_tool_calls from fct_turns
