@@ -16,6 +16,7 @@ import hashlib
 import io
 import multiprocessing
 import re
+import warnings
 from collections.abc import Callable
 from concurrent.futures import Executor
 from datetime import date, timedelta
@@ -41,7 +42,9 @@ def _plt():
 def _svg(fig: Figure) -> str:
     buf = io.StringIO()
     # margins are set by each chart (no bbox_inches="tight": it draws every chart twice)
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    with warnings.catch_warnings():  # a CJK label without a CJK font on this machine: drawn as boxes, not a warning
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     _plt().close(fig)
     return buf.getvalue()
 
