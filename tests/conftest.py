@@ -9,6 +9,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_HOME = REPO / "data" / "sample" / "copilot-home"
 REAL = REPO.parent / "shared" / "real-samples"
+# the newest batch, until it moves into real-samples/: read from either place
+REAL_NEW = REPO.parent / "shared" / "real-samples-new"
 
 
 @pytest.fixture
@@ -46,6 +48,8 @@ def snapshot(warehouse, tables):
 
 def real(*parts) -> Path:
     p = REAL.joinpath(*parts)
+    if not p.exists() and REAL_NEW.joinpath(*parts).exists():
+        p = REAL_NEW.joinpath(*parts)
     if not p.exists():
         pytest.skip(f"real samples not available at {p}")
     return p

@@ -13,7 +13,7 @@ from pipeline.ingest import ingest
 from pipeline.transform import prices
 from pipeline.transform.usage import is_cumulative
 
-from .conftest import REAL, rows
+from .conftest import REAL, REAL_NEW, rows
 
 _N = 0
 
@@ -171,7 +171,8 @@ def test_an_estimate_needs_a_price_and_known_tokens():
 
 def test_estimates_reproduce_the_logged_cost_of_real_logs():
     """Where a real shutdown logs both tokens and nano-AIU, the price table gives the same figure."""
-    logs = sorted(REAL.glob("*/copilot-home/session-state/*/events.jsonl"))
+    logs = sorted(REAL.glob("*/copilot-home/session-state/*/events.jsonl")) + sorted(
+        REAL_NEW.glob("*/copilot-home/session-state/*/events.jsonl"))
     if not logs:
         pytest.skip(f"real samples not available at {REAL}")
     checked = 0

@@ -39,6 +39,8 @@ class Rates:
     cache_write: Decimal
     output: Decimal
     ref: str
+    auto_discount: bool = True  # whether auto model selection takes 10% off this model
+
 
     def usd(self, input_tokens: int, output_tokens: int, cache_read: int | None, cache_write: int | None,
             auto: bool = False) -> Decimal:
@@ -46,7 +48,17 @@ class Rates:
         fresh = max(input_tokens - cr - cw, 0)
         total = (fresh * self.input + cr * self.cache_read + cw * self.cache_write
                  + output_tokens * self.output) / Decimal(1_000_000)
-        return total * AUTO_DISCOUNT if auto else total
+        return total * AUTO_DISCOUNT if auto and self.auto_discount else total
+
+
+# Where the bundled table disagrees with what Copilot logged, the logs win: rates that reproduce the
+# logged nano-AIU exactly (tests/test_usage.py checks every real log with both). GPT-5.6 sol: 5 / 0.50 /
+# 6.25 / 30 USD per million (the table says 4 / 0.40 / 5 / 20; real-samples-new mitchwindoo 0b06248b).
+CORRECTIONS = {
+    "gpt-5.6-sol": (Decimal("5"), Decimal("0.5"), Decimal("6.25"), Decimal("30")),
+}
+# models auto selection routes to at their full rate (the logs of real-samples-new jasonyannn 9f89aa39)
+NO_AUTO_DISCOUNT = frozenset({"mai-code-1.1-flash"})
 
 
 @cache
@@ -72,6 +84,10 @@ def rates(model: str | None, day: date | None = None) -> Rates | None:
 
     snapshot = data_snapshot.get_snapshot()
     ref = model.strip().lower().removeprefix("copilot/")
+    discount = ref not in NO_AUTO_DISCOUNT
+    if ref in CORRECTIONS:
+        inp, cread, cwrite, out = CORRECTIONS[ref]
+        return Rates(inp, cread, cwrite, out, f"Copilot's logged cost ({ref})", discount)
     when = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc) if day else datetime.now(timezone.utc)
     providers = [COPILOT_PROVIDER] + [p for prefix, p in _MAKERS if ref.startswith(prefix)]
     for provider_id in providers:
@@ -91,5 +107,5 @@ def rates(model: str | None, day: date | None = None) -> Rates | None:
         cache_write = base(getattr(price, "cache_write_mtok", None))
         return Rates(Decimal(inp), Decimal(cache_read if cache_read is not None else inp),
                      Decimal(cache_write if cache_write is not None else inp), Decimal(out),
-                     f"genai-prices {version()} {provider.id}/{info.id}")
+                     f"genai-prices {version()} {provider.id}/{info.id}", discount)
     return None
