@@ -40,6 +40,28 @@ def test_malformed_workspace_yaml_is_rejected_and_salvaged(tmp_path):
     assert (row["cwd"], row["branch"], row["title"]) == ("/work", "main", None)
 
 
+def test_markdown_in_a_quoted_name_is_no_alias_and_real_anchors_are_refused(tmp_path):
+    # the CLI writes the whole first prompt as the name: `**ACS**` is bold text, `\r\n` escapes a line break
+    p = tmp_path / "a.yaml"
+    p.write_text('name: "Use **ACS** naming\\r\\nand *this* too"\ncwd: c:\\x\n')
+    res = read_workspace_yaml(Source(str(p), "workspace_yaml", "s"), ctx(), None)
+    assert res.rejects == [] and res.rows["stg_session_meta"][0]["title"] == "Use **ACS** naming\r\nand *this* too"
+    for text in ("a: &x [1, 2]\nb: *x\n", "name: *undefined\n"):
+        p.write_text(text)
+        res = read_workspace_yaml(Source(str(p), "workspace_yaml", "s"), ctx(), None)
+        assert "anchors or aliases" in res.rejects[0]["reason"], text
+
+
+def test_checkpoint_sections_whose_tags_do_not_pair_keep_their_text(tmp_path):
+    cp = tmp_path / "checkpoints"
+    cp.mkdir()
+    # CLI 1.0.7x: <overview> closed by </history>, the history without its opening tag
+    (cp / "001-x.md").write_text("<overview>\nThe goal.\n</history>\n1. Step one\n2. Step two\n</history>\n"
+                                 "<work_done>\nDone.\n</work_done>\n")
+    row = read_checkpoints(Source(str(cp), "checkpoints", "s"), ctx(), None).rows["stg_checkpoints"][0]
+    assert (row["overview"], row["history"], row["work_done"]) == ("The goal.", "1. Step one\n2. Step two", "Done.")
+
+
 def test_checkpoints_markdown_and_json_shapes(tmp_path):
     cp = tmp_path / "checkpoints"
     cp.mkdir()

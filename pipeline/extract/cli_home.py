@@ -110,7 +110,17 @@ _YAML_LOADER = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 # Copilot writes flat key: value files. Anchors and aliases are refused (a few lines of nested
 # aliases expand to gigabytes), and so is a file this large.
 MAX_YAML_BYTES = 1024 * 1024
-_YAML_ALIAS = re.compile(r"(?:^|[\s\[\{,:-])[&*][^\s,\[\]{}]+", re.M)
+
+
+def _uses_aliases(text: str) -> bool:
+    """Whether the YAML defines an anchor or uses an alias, told by its parser's events (which expand
+    nothing): ``**bold**`` inside a quoted title is text, not an alias. Text that does not parse is not
+    loaded either, so it says no here."""
+    try:
+        return any(isinstance(e, yaml.AliasEvent) or getattr(e, "anchor", None) is not None
+                   for e in yaml.parse(text, Loader=_YAML_LOADER))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return False
 
 
 @reader("workspace_yaml")
@@ -119,7 +129,7 @@ def read_workspace_yaml(source: Source, ctx: Context, prior: Prior | None) -> Re
     raw = read_bytes(source.path, limit=MAX_YAML_BYTES + 1)
     text = raw.lstrip(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", "replace")
     refused = ("it is larger than 1 MiB" if len(raw) > MAX_YAML_BYTES
-               else "it uses YAML anchors or aliases" if _YAML_ALIAS.search(text) else None)
+               else "it uses YAML anchors or aliases" if _uses_aliases(text) else None)
     try:
         if refused:
             raise yaml.YAMLError(f"not parsed: {refused}")
@@ -209,6 +219,33 @@ def read_vscode_metadata(source: Source, ctx: Context, prior: Prior | None) -> R
 
 # ------------------------------------------------------------------------------ checkpoints/
 _SECTION = re.compile(r"<(?P<tag>" + "|".join(CHECKPOINT_SECTIONS) + r")>\s*(?P<body>.*?)\s*</(?P=tag)>", re.S)
+_TAG = re.compile(r"<(?P<close>/?)(?P<tag>" + "|".join(CHECKPOINT_SECTIONS) + r")>")
+
+
+def checkpoint_sections(text: str) -> dict[str, str]:
+    """The sections of a checkpoint file. A section whose tags do not pair up keeps its text: a closing tag
+    ends whatever section is open (``<overview>`` ... ``</history>`` is the overview), and text closed by a
+    tag no section opened is that section's (`... </history>` with no ``<history>``)."""
+    sections = {m.group("tag"): m.group("body") for m in _SECTION.finditer(text)}
+    loose: dict[str, str] = {}
+    current, start = None, 0
+    for m in _TAG.finditer(text):
+        body = text[start:m.start()].strip()
+        if m.group("close"):
+            name = current or m.group("tag")
+            if body:
+                loose.setdefault(name, body)
+            current = None
+        else:
+            if current and body:
+                loose.setdefault(current, body)
+            current = m.group("tag")
+        start = m.end()
+    if current and text[start:].strip():
+        loose.setdefault(current, text[start:].strip())
+    return sections | {k: v for k, v in loose.items() if k not in sections}
+
+
 _MD_NAME = re.compile(r"^(?P<n>\d+)[-_ ]?(?P<slug>.*)\.md$")
 _INDEX_ROW = re.compile(r"^\|\s*(?P<n>\d+)\s*\|(?P<rest>.*)\|\s*$")
 _HEADING = re.compile(r"^#{1,3}\s+(?P<t>.+?)\s*$", re.M)
@@ -236,7 +273,7 @@ def read_checkpoints(source: Source, ctx: Context, prior: Prior | None) -> ReadR
             raw = read_bytes(e.path, limit=ctx.max_text * 4 + 1)
             text = cap_text(raw.lstrip(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", "replace"),
                             ctx.max_text, "the file", problems)
-            sections = {mm.group("tag"): mm.group("body") for mm in _SECTION.finditer(text)}
+            sections = checkpoint_sections(text)
             if not sections and not text.strip():
                 res.reject(e.path, "checkpoint file is empty")
                 continue
