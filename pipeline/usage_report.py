@@ -23,7 +23,7 @@ _KEYS = {
     "project": (["project"], ["projects.name"]),
 }
 FIGURES = ["sessions", "requests", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-           "ai_credits", "cost_usd"]
+           "premium_requests", "ai_credits", "cost_usd"]
 
 
 class UsageError(Exception):
@@ -71,11 +71,14 @@ def usage_table(con: duckdb.DuckDBPyConnection, by: str = "day", since: date | N
             sum(legs.output_tokens)::bigint as output_tokens,
             sum(legs.cache_read_tokens)::bigint as cache_read_tokens,
             sum(legs.cache_write_tokens)::bigint as cache_write_tokens,
+            sum(legs.premium_requests) as premium_requests,
             sum(legs.ai_credits) as ai_credits,
             sum(legs.cost_usd) as cost_usd,
             (count(*) filter (where legs.input_tokens is null and legs.requests > 0))::integer as unknown_input,
             (count(*) filter (where legs.cost_source = 'unknown'))::integer as unknown_cost,
             (count(*) filter (where legs.cost_source = 'estimated'))::integer as estimated_cost,
+            (count(*) filter (where legs.premium_requests is null and legs.requests > 0))::integer
+                as unknown_premium,
             grouping({exprs[0]}) as is_total
         from int_usage_legs as legs
         join dim_sessions as sessions on legs.session_id = sessions.session_id
@@ -89,7 +92,8 @@ def usage_table(con: duckdb.DuckDBPyConnection, by: str = "day", since: date | N
     out = [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
     rows, total = [], dict.fromkeys([*names, *FIGURES], None) | {"sessions": 0, "requests": 0, "unknown": ""}
     for r in out:
-        r["unknown"] = _unknown_note(r.pop("unknown_input"), r.pop("unknown_cost"), r.pop("estimated_cost"))
+        r["unknown"] = _unknown_note(r.pop("unknown_input"), r.pop("unknown_cost"), r.pop("estimated_cost"),
+                                     r.pop("unknown_premium"))
         if r.pop("is_total"):
             total = r
         else:
@@ -99,14 +103,18 @@ def usage_table(con: duckdb.DuckDBPyConnection, by: str = "day", since: date | N
     return UsageTable(by, names, rows, total)
 
 
-def _unknown_note(unknown_input: int, unknown_cost: int, estimated: int) -> str:
-    """What the sums leave out: legs whose input tokens or cost no source records, and estimates."""
+def _unknown_note(unknown_input: int, unknown_cost: int, estimated: int, unknown_premium: int = 0) -> str:
+    """What the sums leave out: legs whose input tokens, cost or premium requests no source records, and
+    estimates."""
     parts = []
     if unknown_input:
         parts.append(f"{unknown_input} leg{'s' if unknown_input != 1 else ''} without input")
     if unknown_cost:
         parts.append(f"{unknown_cost} without cost" if unknown_input else
                      f"{unknown_cost} leg{'s' if unknown_cost != 1 else ''} without cost")
+    if unknown_premium:
+        parts.append(f"{unknown_premium} without premium requests" if parts else
+                     f"{unknown_premium} leg{'s' if unknown_premium != 1 else ''} without premium requests")
     if estimated:
         parts.append(f"{estimated} estimated")
     return ", ".join(parts)
@@ -153,19 +161,21 @@ def render(table: UsageTable, fmt: str) -> str:
     if not table.rows:
         body.insert(2, "(no usage recorded for these filters)")
     body.append("Days are UTC; 1 AI credit = $0.01. A leg is a session's run from its start or a resume to its "
-                "shutdown. — : no source records the figure; sums count the legs that record it (see the last "
+                "shutdown. Premium requests: the billing unit before June 2026 (requests x model multiplier). "
+                "— : no source records the figure; sums count the legs that record it (see the last "
                 "column).")
     return "\n".join(body) + "\n"
 
 
 _HEADERS = {"input_tokens": "input", "output_tokens": "output", "cache_read_tokens": "cache read",
-            "cache_write_tokens": "cache write", "ai_credits": "AI credits", "cost_usd": "USD", "session_id": "session"}
+            "cache_write_tokens": "cache write", "premium_requests": "premium", "ai_credits": "AI credits",
+            "cost_usd": "USD", "session_id": "session"}
 
 
 def _cell(col: str, v: object) -> str:
     if v is None:
         return "—" if col in FIGURES else ""
-    if col == "ai_credits":
+    if col in ("ai_credits", "premium_requests"):
         return f"{v:,.2f}"
     if col == "cost_usd":
         return f"${v:,.2f}"

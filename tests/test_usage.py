@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.cli import main
 from pipeline.ingest import ingest
 from pipeline.transform import prices
 from pipeline.transform.usage import is_cumulative
 
-from .conftest import REAL, REAL_NEW, rows
+from .conftest import REAL, REAL_NEW, real, rows
 
 _N = 0
 
@@ -193,3 +194,17 @@ def test_estimates_reproduce_the_logged_cost_of_real_logs():
             assert usd * 100 * prices.NANO_PER_CREDIT == m["totalNanoAiu"], (log, model)
             checked += 1
     assert checked >= 8
+
+
+def test_usage_shows_premium_requests_and_the_legs_that_lack_them(tmp_path, capsys):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [real("softwaresalt-agent-engram", "copilot-home")])
+    assert main(["usage", "--by", "session", "--warehouse", str(wh), "--format", "json"]) == 0
+    got = {r["session_id"][:8]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    # 8baa78ec: its legs' shutdowns say 15 and 9 premium requests of opus (and 0 of its haiku subagent); the
+    # fourth leg has no shutdown: summed as known, with the leg that lacks them named
+    assert got["8baa78ec"]["premium_requests"] == 24.0
+    assert "1 without premium requests" in got["8baa78ec"]["unknown"]
+    assert main(["usage", "--by", "model", "--warehouse", str(wh)]) == 0
+    table = capsys.readouterr().out
+    assert "premium" in table.splitlines()[0]
