@@ -223,7 +223,8 @@ STAR = [
         ("project_id", "VARCHAR", "Project the session ran in (dim_projects)."),
         ("title", "VARCHAR", "vscode customTitle, else workspace.yaml name, else summary, else first prompt."),
         ("summary", "VARCHAR", "Legacy workspace.yaml / session-store.db summary."),
-        ("client", "VARCHAR", "Where the session came from: cli | vscode."),
+        ("client", "VARCHAR", "Where the session ran: cli | vscode (VS Code's chat, or the Copilot CLI runtime "
+                              "VS Code's agent host runs: client_name vscode-agent-host)."),
         ("sources", "VARCHAR[]", "Every source kind the session was read from, sorted."),
         ("cwd", "VARCHAR", "Working directory as written by Copilot."),
         ("git_root", "VARCHAR", "Git root, when known."),
@@ -235,16 +236,22 @@ STAR = [
                                        "version of the requests)."),
         ("started_at", "TIMESTAMPTZ", "UTC start of the session."),
         ("ended_at", "TIMESTAMPTZ", "UTC time of the last event (or last update)."),
-        ("duration_s", "DOUBLE", "ended_at - started_at in seconds."),
+        ("duration_s", "DOUBLE", "ended_at - started_at in seconds: the span, idle days included."),
+        ("active_s", "DOUBLE", "Seconds of work: the gaps between the session's events summed, each counted up "
+                               "to 30 minutes (a session re-opened weeks later is not weeks of work)."),
         ("n_turns", "INTEGER", "User prompts (fct_turns rows)."),
-        ("n_continuations", "INTEGER", "user.message events with no text once Copilot's injected tags are "
-                                       "removed: Copilot's own nudges (autopilot), not prompts; what follows "
-                                       "them stays with the prompt before."),
+        ("n_continuations", "INTEGER", "user.message events that are no prompt: empty once Copilot's injected "
+                                       "tags are removed (autopilot nudges), a skill's file the CLI injects "
+                                       "(`source: skill-<name>`), a button VS Code shows (\"Continue\", \"Try "
+                                       "Again\"). What follows them stays with the prompt before."),
         ("n_tool_calls", "INTEGER", "Tool calls (fct_tool_calls rows)."),
         ("n_failed_tool_calls", "INTEGER", "Tool calls whose completion reported success = false."),
         ("n_events", "INTEGER", "Events read for the session (all types, incl. unknown)."),
         ("n_unknown_events", "INTEGER", "Events of a type this version does not model (kept in stg_events)."),
         ("n_resumes", "INTEGER", "session.resume events."),
+        ("n_errors", "INTEGER", "Errors the session logged: session.error events (a provider's 401 / 404 / 504, "
+                                "a VS Code request rate-limited or failed)."),
+        ("error_message", "VARCHAR", "The last error's message, redacted; NULL when none."),
         ("models", "VARCHAR[]", "Models used, sorted."),
         ("is_gone", "BOOLEAN", "True when no source file of the session is on disk any more."),
         ("machine_id", "VARCHAR", "Team mode: the machine that pushed the session into the lake (`push --machine`); "
@@ -263,8 +270,16 @@ STAR = [
         ("started_at", "TIMESTAMPTZ", "UTC time of the prompt."),
         ("ended_at", "TIMESTAMPTZ", "UTC time of the turn's last event."),
         ("interaction_id", "VARCHAR", "`interactionId` of the prompt."),
-        ("model", "VARCHAR", "Model of the turn's last assistant message (when the message does not name it: "
-                             "the latest model change or selected model)."),
+        ("model", "VARCHAR", "Model that answered: of the turn's last assistant message (VS Code: the model "
+                             "`result.details` / `resolvedModel` name; when no message names it, the latest "
+                             "model change or selected model)."),
+        ("selected_model", "VARCHAR", "Model the user selected for the prompt (`auto` for auto selection): "
+                                      "VS Code's `modelId`, the CLI's selected model or latest model change."),
+        ("status", "VARCHAR", "How the turn ended: ok (answered) | error (its last outcome was an error) | "
+                              "cancelled; NULL when the logs show no answer."),
+        ("error_code", "VARCHAR", "Code of the error of a turn with status error: the provider's HTTP status, "
+                                  "else the error type (`rateLimited`, `query`, `warning`)."),
+        ("error_message", "VARCHAR", "Message of that error, redacted."),
         ("n_assistant_messages", "INTEGER", "assistant.message events in the turn."),
         ("n_continuations", "INTEGER", "Copilot's own empty user.message nudges inside the turn."),
         ("n_tool_calls", "INTEGER", "Tool calls in the turn."),
@@ -341,7 +356,9 @@ STAR = [
         ("leg_index", "INTEGER", "Leg of the session (1 = from session.start to the first resume or shutdown)."),
         ("turn_index", "INTEGER", "Prompt the request answered (null before the first prompt)."),
         ("requested_at", "TIMESTAMPTZ", "UTC time of the request."),
-        ("model", "VARCHAR", "Model; from the latest model change or selected model when the event names none."),
+        ("model", "VARCHAR", "Model that answered; from the latest model change or selected model when the "
+                             "event names none."),
+        ("selected_model", "VARCHAR", "Model the user selected (`auto` included), when the logs say."),
         ("input_tokens", "BIGINT", "Cache-inclusive input tokens; null when the source does not record them."),
         ("output_tokens", "BIGINT", "Output tokens; null when not recorded."),
         ("cache_read_tokens", "BIGINT", ""), ("cache_write_tokens", "BIGINT", ""),
@@ -371,8 +388,10 @@ STAR = [
         ("ai_credits", "DECIMAL(38,9)", "Cost in AI credits (1 credit = $0.01): logged, else estimated, else NULL."),
         ("cost_usd", "DECIMAL(38,11)", "ai_credits x $0.01."),
         ("token_source", "VARCHAR", "shutdown (the leg's own session.shutdown) | shutdown_delta (a cumulative "
-                                    "shutdown minus the previous one) | store_usage_events | usage_events | "
-                                    "message_output_tokens (no shutdown: the messages' outputTokens)"),
+                                    "shutdown minus the previous one) | shutdown_messages (a shutdown whose per-model "
+                                    "figures leave requests out, filled from the messages: input unknown) | "
+                                    "store_usage_events | usage_events | message_output_tokens (no shutdown: "
+                                    "the messages' outputTokens)"),
         ("cost_source", "VARCHAR", "logged | estimated | unknown"),
         ("price_ref", "VARCHAR", "Price table entry an estimate used (package version, provider/model)."),
         ("is_auto", "BOOLEAN", "The leg ran on auto model selection (10% discount, applied to estimates)."),
@@ -769,7 +788,8 @@ BOOKKEEPING.append(_t(
 # Bumped when a new version reads sources differently or changes a column's type: a warehouse
 # written with an older format is upgraded on the next ingest (column types altered, every source
 # still on disk read again, every session's star rows rebuilt; rows of sources gone from disk kept).
-FORMAT_VERSION = 4  # 4: stg_events.result_head, result_chars, result_md5; _source_files.prefix_digest
+FORMAT_VERSION = 5  # 4: stg_events.result_head, result_chars, result_md5; _source_files.prefix_digest;
+# 5: VS Code tool outputs, statuses and answering models, CLI skill messages and binary assets as staged
 
 # views over the tables, created by warehouse.ensure_schema: documented like tables, never exported
 VIEWS = [_t(

@@ -23,6 +23,8 @@ SESSION_START = "session.start"
 SESSION_RESUME = "session.resume"
 SESSION_SHUTDOWN = "session.shutdown"
 SESSION_ERROR = "session.error"
+ABORT = "abort"
+BINARY_ASSET = "session.binary_asset"  # an image a prompt or a tool result carries, base64
 COMPACTION_COMPLETE = "session.compaction_complete"
 SYSTEM_MESSAGE = "system.message"
 ASSISTANT_USAGE = "assistant.usage"
@@ -42,11 +44,11 @@ KNOWN_TYPES = frozenset({
     "session.task_complete", "session.workspace_file_changed", "session.context_changed",
     "session.compaction_start", "session.truncation", "session.usage_checkpoint", "session.handoff",
     "session.auto_mode_resolved", "session.context_cleared", "session.title_changed",
-    "assistant.turn_start", "assistant.turn_end", "system.message", "system.notification", "abort",
+    "assistant.turn_start", "assistant.turn_end", "system.message", "system.notification", ABORT,
     "tool.user_requested", "skill.invoked", "hook.start", "hook.end", "subagent.started",
     "subagent.completed", "subagent.failed", "subagent.selected", "subagent.deselected",
     "permission.requested", "permission.completed", "external_tool.requested", "external_tool.completed",
-    FILE_EDITED,
+    FILE_EDITED, BINARY_ASSET,
 })
 # Event types whose `content` is reasoning text: never stored.
 REASONING_TYPES = frozenset({ASSISTANT_REASONING, "assistant.reasoning_delta"})

@@ -29,7 +29,7 @@ def test_cli_ingest_of_the_sample_corpus(sample_home, tmp_path, capsys):
         ("Rename the token service config key", "cli", 1, 1, 0, 0, 0),
         ("Explain the token service module.", "cli", 1, 0, 0, 0, 0),
         ("Token refresh rotation", "cli", 2, 9, 1, 1, 1),
-        ("Token refresh TTL bug\nfound in CI", "cli", 1, 3, 0, 0, 0),
+        ("Token refresh TTL bug found in CI", "cli", 1, 3, 0, 0, 0),
         ("Cart checkout button", "cli", 1, 5, 0, 0, 0),
         ("Show cart checkout totals with tax on one line", "cli", 1, 1, 0, 0, 0),  # title from the prompt
         ("Login rate limiting", "vscode", 2, 5, 0, 0, 2),
@@ -57,7 +57,7 @@ def test_cli_ingest_of_the_sample_corpus(sample_home, tmp_path, capsys):
         ("Token refresh rotation", "claude-sonnet-4.6", 6, 60000, 490, "shutdown", 12255000000, "12.255000000",
          "0.12255000000", "logged"),
         # 0.0.409: tokens but no cost: $3 / $0.30 / $15 per million input / cache read / output
-        ("Token refresh TTL bug\nfound in CI", "claude-sonnet-4.6", 3, 13500, 230, "shutdown", None,
+        ("Token refresh TTL bug found in CI", "claude-sonnet-4.6", 3, 13500, 230, "shutdown", None,
          "4.395000000", "0.04395000000", "estimated"),
         ("Cart checkout button", "claude-sonnet-4.6", 3, 12000, 250, "shutdown", None, "3.975000000",
          "0.03975000000", "estimated"),

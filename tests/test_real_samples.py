@@ -14,23 +14,26 @@ import shutil
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pytest
 
 from pipeline.ingest import ingest
 
-from .conftest import REAL, real, rows
+from .conftest import REAL, REAL_NEW, real, rows
 
 VIBE = ("Mai0313-VibeCodingTracker",)
 LANTERN = ("WildChildForLife-lantern", "fixtures", "copilot-home")
-HOMES = sorted(p.parent.name for p in REAL.glob("*/copilot-home")) + \
-    sorted(p.parent.name for p in REAL.glob("*/vscode-user") if not (p.parent / "copilot-home").exists())
+# every folder of both batches (the newest, real-samples-new/, until it moves into real-samples/)
+HOMES = sorted({p.parent.name for root in (REAL, REAL_NEW) for p in root.glob("*/copilot-home")}) + \
+    sorted({p.parent.name for root in (REAL, REAL_NEW) for p in root.glob("*/vscode-user")
+            if not (p.parent / "copilot-home").exists()})
 
 
 def _ingest_folder(folder: str, tmp_path: Path) -> Path:
     base = real(folder)
     homes = [base / "copilot-home"] if (base / "copilot-home").is_dir() else []
-    users = [base / "vscode-user"] if (base / "vscode-user").is_dir() else []
+    users = sorted(p for p in base.glob("vscode-user*") if p.is_dir())  # vscode-user-oss: a Code - OSS one
     wh = tmp_path / f"{folder}.duckdb"
     ingest(wh, homes, users)
     return wh
@@ -62,13 +65,13 @@ def _count(log: Path) -> dict:
             continue
     prompts, calls, outcome = 0, set(), {}
     legs: dict[int, dict] = defaultdict(lambda: {"output": 0, "requests": set()})
-    leg, checkpoints, shutdown_nano = 0, [], []
+    leg, checkpoints, shutdown_nano, errors = 0, [], [], 0
     for i, e in enumerate(events):
         t, d = e.get("type"), e.get("data") or {}
         if i == 0 or t in ("session.start", "session.resume"):
             leg += 1
-        if t == "user.message" and _typed(d.get("content")):
-            prompts += 1
+        if t == "user.message" and _typed(d.get("content")) and not str(d.get("source") or "").startswith("skill-"):
+            prompts += 1  # a skill's file the CLI injects (`source: skill-<name>`) is no prompt
         elif t == "assistant.message":
             legs[leg]["output"] += d.get("outputTokens") or 0
             legs[leg]["requests"].add(d.get("apiCallId") or d.get("serviceRequestId") or e.get("id"))
@@ -78,22 +81,214 @@ def _count(log: Path) -> dict:
         elif t == "tool.execution_complete":
             calls.add(d.get("toolCallId"))
             outcome[d.get("toolCallId")] = d.get("success")
+        elif t == "session.error":
+            errors += 1
         elif t == "session.usage_checkpoint" and d.get("totalNanoAiu") is not None:
             checkpoints.append(d["totalNanoAiu"])
-        elif t == "session.shutdown" and d.get("totalNanoAiu") is not None:
-            shutdown_nano.append(d["totalNanoAiu"])
+        elif t == "session.shutdown" and d.get("totalNanoAiu") is not None and (
+                d.get("modelMetrics") or d["totalNanoAiu"]):
+            shutdown_nano.append(d["totalNanoAiu"])  # `modelMetrics: {}` with 0: nothing new, not free
     # logged cost: the running total of a CLI that keeps usage checkpoints, else each leg's own shutdown
     nano = max(checkpoints + shutdown_nano) if checkpoints else (sum(shutdown_nano) if shutdown_nano else None)
-    return {"prompts": prompts, "calls": len(calls), "ok": sum(v is True for v in outcome.values()),
+    return {"prompts": prompts, "errors": errors, "calls": len(calls), "ok": sum(v is True for v in outcome.values()),
             "failed": sum(v is False for v in outcome.values()), "nano": nano,
             "legs": {n: (v["output"], len(v["requests"])) for n, v in legs.items() if v["requests"]}}
 
 
 def _logs(folder: str) -> dict[str, Path]:
-    state = REAL / folder / "copilot-home" / "session-state"
+    state = real(folder) / "copilot-home" / "session-state"
     out = {p.parent.name: p for p in state.glob("*/events.jsonl")}
     out.update({p.stem: p for p in state.glob("*.jsonl")})
     return out
+
+
+# ---------------------------------------------------------------------------------- VS Code, counted the same way
+def _replay(path: Path):
+    """A chat session file as its last state: a flat .json, or a mutation log replayed (kind 0 the state,
+    1 set, 2 push with an optional truncation, 3 delete)."""
+    if path.suffix == ".json":
+        return json.loads(path.read_bytes().lstrip(b"\xef\xbb\xbf"))
+    state = None
+    for line in path.read_bytes().split(b"\n"):
+        if not line.strip():
+            continue
+        e = json.loads(line)
+        if e["kind"] == 0:
+            state = e["v"]
+            continue
+        keys, parent = e.get("k") or [], state
+        for k in keys[:-1]:
+            parent = parent[k]
+        if e["kind"] == 1:
+            if isinstance(parent, list) and keys[-1] == len(parent):
+                parent.append(e["v"])
+            else:
+                parent[keys[-1]] = e["v"]
+        elif e["kind"] == 2:
+            target = parent[keys[-1]] if keys else parent
+            if isinstance(e.get("i"), int):
+                del target[e["i"]:]
+            target.extend(e["v"] if isinstance(e["v"], list) else [e["v"]])
+        elif e["kind"] == 3:
+            parent.pop(keys[-1]) if isinstance(parent, dict) else parent.__delitem__(keys[-1])
+    return state
+
+
+def _workspace_folder(storage: Path) -> str | None:
+    ws = storage / "workspace.json"
+    if not ws.is_file():
+        return None
+    folder = json.loads(ws.read_bytes()).get("folder")
+    return unquote(urlparse(folder).path) if isinstance(folder, str) else None  # a multi-root one: no folder
+
+
+def _result_text(entry: dict) -> str:
+    out = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("text"), str):
+                if node.get("lineBreakBefore") and out and not out[-1].endswith("\n"):
+                    out.append("\n")
+                out.append(node["text"])
+            for key in ("node", "children", "value"):
+                if key in node and not isinstance(node[key], str):
+                    walk(node[key])
+        elif isinstance(node, list):
+            for n in node:
+                walk(n)
+    for part in entry.get("content") or []:
+        out.append(part["value"]) if isinstance(part.get("value"), str) else walk(part.get("value"))
+    return "".join(out)
+
+
+def _answering_model(req: dict) -> str | None:
+    """The selected model unless auto / missing, else the one `result.details` names (display name as id),
+    else `resolvedModel`."""
+    result = req.get("result") or {}
+    selected = re.sub(r"^(copilot|github\.copilot-chat)/", "", req.get("modelId") or "")
+    if selected and selected != "auto":
+        return selected
+    details = (result.get("details") or "").split("•")[0]
+    details = re.sub(r"\((preview|beta|experimental)\)", "", details, flags=re.I).strip().lower()
+    return re.sub(r"\s+", "-", details) or (result.get("metadata") or {}).get("resolvedModel")
+
+
+def _count_chat(doc: dict) -> dict:
+    """What one chat session's file says, per the reference (more-sources.md §9): prompts (a "Continue"
+    click is none), tool calls of the rounds joined to toolCallResults by id (parts only where a request has
+    no rounds; a call left by maxToolCallsExceeded runs in the click after), failures, outputs, tokens,
+    requests answered, models, errors, cancellations, title."""
+    out = {"prompts": 0, "clicks": 0, "calls": 0, "failed": 0, "outputs": 0, "requests": 0, "input": 0,
+           "output": 0, "models": {}, "status": [], "title": doc.get("customTitle"), "first": None}
+    for req in doc.get("requests") or []:
+        text = _typed((req.get("message") or {}).get("text"))
+        if req.get("confirmation"):
+            out["clicks"] += 1
+        elif text:
+            out["prompts"] += 1
+            out["first"] = out["first"] or text
+        result, response = req.get("result") or {}, [p for p in req.get("response") or [] if isinstance(p, dict)]
+        meta = result.get("metadata") or {}
+        results = meta.get("toolCallResults") or {}
+        rounds = [c for r in meta.get("toolCallRounds") or [] for c in r.get("toolCalls") or []]
+        for c in rounds:
+            if c["id"] in results:
+                out["calls"] += 1
+                text_out = _result_text(results[c["id"]])
+                out["failed"] += text_out.lstrip().startswith("ERROR while calling tool:")
+                out["outputs"] += 1
+            elif not meta.get("maxToolCallsExceeded"):
+                out["calls"] += 1
+        parts = [p for p in response if p.get("kind") == "toolInvocationSerialized"]
+        if not rounds:
+            out["calls"] += len(parts)
+        state = (req.get("modelState") or {}).get("value")
+        error = bool(result.get("errorDetails")) or state == 3 or (
+            any(p.get("kind") == "warning" for p in response) and not parts
+            and not any("value" in p and "kind" not in p for p in response))
+        status = "error" if error else "cancelled" if state == 2 or req.get("isCanceled") is True else "ok"
+        answered = bool(result or parts or any("value" in p and "kind" not in p for p in response))
+        if answered and not (status == "error" and not parts):
+            out["requests"] += 1
+            model = _answering_model(req) or "(unknown)"
+            out["models"][model] = out["models"].get(model, 0) + 1
+        for src in (req, result.get("usage") or {}, meta):
+            if isinstance(src.get("promptTokens"), int):
+                out["input"] += src["promptTokens"]
+                break
+        for src in (req, result.get("usage") or {}, meta):
+            n = src.get("completionTokens", src.get("outputTokens"))
+            if isinstance(n, int):
+                out["output"] += n
+                break
+        if not req.get("confirmation") and text:
+            code = (result.get("errorDetails") or {}).get("code") or ("warning" if error is True else None)
+            out["status"].append((status, code if status == "error" else None))
+    return out
+
+
+def _chat_sessions(folder: str) -> dict[str, tuple[dict, str | None]]:
+    """session id -> (its chat file counted, its workspace folder), every VS Code User folder of ``folder``."""
+    out = {}
+    for user in sorted(real(folder).glob("vscode-user*")):
+        files = [(f, _workspace_folder(f.parent.parent))
+                 for f in sorted(user.glob("workspaceStorage/*/chatSessions/*"))]
+        files += [(f, None) for f in sorted(user.glob("globalStorage/emptyWindowChatSessions/*"))]
+        for f, cwd in files:
+            doc = _replay(f)
+            out[doc.get("sessionId") or f.stem] = (_count_chat(doc), cwd)
+    return out
+
+
+def _transcripts(folder: str) -> dict[str, Path]:
+    return {p.stem: p for p in sorted(real(folder).glob("vscode-user*/workspaceStorage/*/GitHub.copilot-chat/"
+                                                        "transcripts/*.jsonl"))}
+
+
+def _title(text: str) -> str:
+    """A title as a list shows it: on one line, at most 120 characters."""
+    one = " ".join(text.split())
+    return one if len(one) <= 120 else one[:119] + "…"
+
+
+def _check_vscode(folder: str, wh: Path) -> int:
+    """Every chat session and transcript of the folder against the warehouse; returns how many were checked."""
+    chats, checked = _chat_sessions(folder), 0
+    for sid, (want, cwd) in sorted(chats.items()):
+        got = rows(wh, "select n_turns, n_continuations, n_tool_calls, n_failed_tool_calls, cwd, title "
+                       "from dim_sessions where session_id = ?", [sid])
+        if want["prompts"] == 0 and want["requests"] == 0 and not want["status"] and sid not in _transcripts(folder):
+            assert got == [], (folder, sid, "an empty stub is no session")
+            continue
+        failed_title = re.match(r"(?i)sure, please provide", want["title"] or "")
+        title = want["title"] if want["title"] and not failed_title else want["first"]
+        assert got and got[0][:5] == (want["prompts"], want["clicks"], want["calls"], want["failed"], cwd), \
+            (folder, sid, got, want)
+        assert got[0][5] == _title(title), (folder, sid)
+        assert rows(wh, "select count(*) filter (where result_content is not null), "
+                        "count(*) filter (where not is_success) from fct_tool_calls where session_id = ?",
+                    [sid]) == [(want["outputs"], want["failed"])], (folder, sid)
+        assert rows(wh, "select coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), count(*) "
+                        "from fct_requests where session_id = ?", [sid]) == [
+            (want["input"], want["output"], want["requests"])], (folder, sid)
+        assert dict(rows(wh, "select model, count(*) from fct_requests where session_id = ? group by 1",
+                         [sid])) == want["models"], (folder, sid)
+        assert rows(wh, "select status, error_code from fct_turns where session_id = ? order by turn_index",
+                    [sid]) == want["status"], (folder, sid)
+        checked += 1
+    for sid, path in _transcripts(folder).items():  # sessions known only from their transcript
+        if sid in chats:
+            continue
+        events = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+        users = [e["data"].get("content") or "" for e in events if e["type"] == "user.message"]
+        clicks = [u for u in users if re.fullmatch(r'(Continue: "Continue to iterate\?"|Try Again)', u.strip())]
+        prompts = [u for u in users if _typed(u) and u not in clicks]
+        starts = {e["data"]["toolCallId"] for e in events if e["type"] == "tool.execution_start"}
+        assert rows(wh, "select n_turns, n_continuations, n_tool_calls, title from dim_sessions where session_id = ?",
+                    [sid]) == [(len(prompts), len(clicks), len(starts), _title(_typed(prompts[0])))], (folder, sid)
+        checked += 1
+    return checked
 
 
 @pytest.mark.parametrize("folder", HOMES or ["(real samples absent)"])
@@ -104,8 +299,9 @@ def test_every_real_home_matches_its_own_files(folder, tmp_path):
     logs = _logs(folder)
     for sid, log in sorted(logs.items()):
         want = _count(log)
-        assert rows(wh, "select n_turns, n_tool_calls, n_failed_tool_calls from dim_sessions where session_id = ?",
-                    [sid]) == [(want["prompts"], want["calls"], want["failed"])], (folder, sid)
+        assert rows(wh, "select n_turns, n_tool_calls, n_failed_tool_calls, n_errors from dim_sessions "
+                        "where session_id = ?", [sid]) == [(want["prompts"], want["calls"], want["failed"],
+                                                            want["errors"])], (folder, sid)
         assert rows(wh, "select count(*) filter (where is_success), count(*) filter (where not is_success) "
                         "from fct_tool_calls where session_id = ?", [sid]) == [(want["ok"], want["failed"])]
         got_legs = {n: (int(out or 0), req) for n, out, req in rows(
@@ -115,6 +311,7 @@ def test_every_real_home_matches_its_own_files(folder, tmp_path):
         if want["nano"] is not None:
             assert rows(wh, "select sum(nano_aiu), bool_and(cost_source = 'logged') from fct_usage "
                             "where session_id = ?", [sid]) == [(want["nano"], True)], (folder, sid)
+    _check_vscode(folder, wh)
     # every figure a bill is checked against: no 0 stands in for an unknown, no usage row is made up
     assert rows(wh, "select count(*) from fct_usage where output_tokens = 0 and input_tokens is null") == [(0,)]
     assert rows(wh, "select count(*) from fct_usage_legs where cost_source = 'logged' and nano_aiu is null") == [(0,)]
@@ -209,9 +406,12 @@ def test_vscode_sessions_cwd_version_tool_times_and_tokens(tmp_path):
     assert rows(wh, "select session_id[:8], cwd, copilot_version from dim_sessions order by 1") == [
         ("331fed7f", "/Users/svarlamov/projects/testing-git", "0.31.5"),
         ("7de89a80", "/Users/svarlamov/projects/testing-git", "0.37.1")]
-    # a chat session does not time its tool calls: unknown, not the request's end time
+    # a chat session dates a tool call by its round (when the model asked for it), never by the request's end;
+    # when it ran and ended is not recorded
     assert rows(wh, "select count(*), count(requested_at), count(started_at), count(completed_at) "
-                    "from fct_tool_calls") == [(4, 0, 0, 0)]
+                    "from fct_tool_calls") == [(4, 4, 4, 0)]
+    assert rows(wh, "select count(*) from fct_tool_calls c join fct_turns t using (session_id, turn_index) "
+                    "where c.requested_at < t.started_at or c.requested_at > t.ended_at") == [(0,)]
     # 0.37.1 records promptTokens / completionTokens per request (gpt-4o, a model included in the plan: no
     # price); 0.31.5 records none: NULL, never 0
     assert rows(wh, "select session_id[:8], model, requests, input_tokens, output_tokens, cost_source "
@@ -307,3 +507,89 @@ def test_lantern_cli_1_0_78_session_folders(tmp_path):
         ("qwen3:0.6b", "shutdown", "logged", 0)]
     assert rows(wh, "select f.path from dim_files f") == [("src/orders.py",)]
     assert rows(wh, "select count(*) from dim_projects") == [(1,)]
+
+
+# ---------------------------------------------------------------------------------- the fourth batch's cases
+def test_vscode_calls_joined_by_id_with_outputs_failures_and_the_deferred_call(tmp_path):
+    wh = _ingest_folder("cuong75201-Arch-dotfile-b4", tmp_path)
+    # 4c0b3fe9 prompt 1: read_file demo/pom.xml failed validation (its toolCallResults entry), the last call worked
+    got = rows(wh, "select tool_name, is_success, left(error_message, 39), result_chars > 0 from fct_tool_calls "
+                   "where session_id like '4c0b3fe9%' and turn_index = 0 order by requested_at, tool_call_id")
+    assert got[0] == ("read_file", False, "ERROR while calling tool: Invalid input", True)
+    assert [g[1] for g in got[1:]] == [True] * 6 and all(g[3] for g in got)
+    # tokens in result.metadata (0.38): request 3 is 41,511 in / 685 out; 9bf9f1ba request 5 35,998 / 101
+    assert rows(wh, "select session_id[:8], input_tokens, output_tokens, model, selected_model from fct_requests "
+                    "where input_tokens in (41511, 35998) order by 1") == [
+        ("4c0b3fe9", 41511, 685, "claude-haiku-4.5", "auto"), ("9bf9f1ba", 35998, 101, "claude-haiku-4.5", "auto")]
+    # cancellations (modelState 2) are prompts with status cancelled; a multi-root workspace names no folder
+    assert rows(wh, "select session_id[:8], turn_index from fct_turns where status = 'cancelled' order by 1") == [
+        ("4c0b3fe9", 3), ("89c6e1eb", 0), ("e43eefbe", 0)]
+    assert rows(wh, "select count(*) from dim_sessions where cwd like '%/Code/Workspaces/%' "
+                    "or cwd like '%1773210789679%'") == [(0,)]
+    assert rows(wh, "select count(*) from dim_projects where name = '1773210789679'") == [(0,)]
+    wh = _ingest_folder("aholicg-Debian-b4", tmp_path)
+    # 57354b3e: request 0 hit maxToolCallsExceeded, its 47th call ran after the "Continue" click: 66 calls ran
+    assert rows(wh, "select n_turns, n_continuations, n_tool_calls from dim_sessions where session_id like '57354b3e%'"
+                ) == [(2, 1, 66)]
+    # 0d90d5be: rate-limited, an error and no answered request; f25b9a1e (transcript only): 3 clicks, 1 prompt
+    assert rows(wh, "select status, error_code from fct_turns where session_id like '0d90d5be%'") == [
+        ("error", "rateLimited")]
+    assert rows(wh, "select count(*) from fct_requests where session_id like '0d90d5be%'") == [(0,)]
+    assert rows(wh, "select n_turns, n_continuations, title like 'Tôi được giao%' from dim_sessions "
+                    "where session_id like 'f25b9a1e%'") == [(1, 3, True)]
+    # the two empty-window stubs and the kind-0 stub are no sessions
+    assert rows(wh, "select count(*) from dim_sessions where session_id similar to '(175b4520|821115e7).*'") == [(0,)]
+
+
+def test_vscode_models_that_answered(tmp_path):
+    wh = _ingest_folder("Hanamizuiro-dotfiles-b4", tmp_path)
+    # d697283c request 0 has no modelId: result.details says "GPT-4.1 • 0x" (not the next request's model)
+    assert rows(wh, "select model, selected_model from fct_turns where session_id like 'd697283c%' "
+                    "and turn_index = 0") == [("gpt-4.1", None)]
+    assert rows(wh, "select model, requests, premium_requests from fct_usage where session_id like 'd697283c%' "
+                    "order by 1") == [("claude-3.7-sonnet", 1, None), ("claude-sonnet-4", 4, Decimal(4)),
+                                      ("gpt-4.1", 1, Decimal(0))]
+    wh = _ingest_folder("co-z-dotfiles-b4", tmp_path)
+    # "Raptor mini (Preview)" under auto; a failed title generation is no title
+    assert rows(wh, "select distinct model, selected_model from fct_requests") == [("raptor-mini", "auto")]
+    assert rows(wh, "select title from dim_sessions") == [("/explain",)]
+    wh = _ingest_folder("pranavjrat-.config-b4", tmp_path)
+    assert rows(wh, "select model from fct_usage order by 1") == [("claude-sonnet-4",), ("gpt-4.1",)]
+
+
+def test_cli_skill_context_errors_assets_and_active_time(tmp_path):
+    wh = _ingest_folder("mitchwindoo-github-copilot-b4", tmp_path)
+    # f9aa7b7b: the skill's file (source skill-...) is no prompt; its work is the prompt's before it
+    assert rows(wh, "select n_turns, n_continuations from dim_sessions where session_id like 'f9aa7b7b%'") == [(2, 1)]
+    # agent host sessions ran in VS Code; 17960a88: 7 minutes of work, re-opened 19 days later
+    assert rows(wh, "select distinct client from dim_sessions") == [("vscode",)]
+    active, span = rows(wh, "select active_s, duration_s from dim_sessions where session_id like '17960a88%'")[0]
+    assert span > 18 * 86400 and active < 3600
+    # binary assets: id, type, size kept, not the base64 image
+    assets = sum(log.read_bytes().count(b'"type":"session.binary_asset"') for log in
+                 _logs("mitchwindoo-github-copilot-b4").values())
+    assert assets > 0
+    assert rows(wh, "select count(*), max(length(extra)) < 400, bool_and(extra like '%sha256:%') "
+                    "from stg_events where event_type = 'session.binary_asset'") == [(assets, True, True)]
+    # a workspace.yaml with **bold** in a quoted name parses; its title is one line
+    assert rows(wh, "select count(*) from _rejects where reason like '%anchors%'") == [(0,)]
+    assert rows(wh, "select title not like '%' || chr(10) || '%' and length(title) <= 120 from dim_sessions "
+                    "where session_id like '51d50364%'") == [(True,)]
+    # 51b97709: an <overview> closed by </history> keeps its overview and history
+    assert rows(wh, "select overview like 'The user is setting up a Docker%', length(history) > 1000 "
+                    "from fct_checkpoints where session_id like '51b97709%'") == [(True, True)]
+    wh = _ingest_folder("yenkaiwang-nividaClaw-b4", tmp_path)
+    # provider errors of BYOK models in CI (401 key, 404 model, 504): each prompt's and its session's error
+    assert rows(wh, "select session_id[:8], status, error_code, error_message like '%HTTP 401%' from fct_turns "
+                    "where status = 'error' order by 1") == [
+        ("23495593", "error", "404", False), ("7de4e80e", "error", "401", True), ("b5b0590d", "error", "504", False)]
+    assert rows(wh, "select sum(n_errors), count(error_message) from dim_sessions") == [(3, 3)]
+
+
+def test_cost_is_the_logged_running_total_when_model_metrics_leave_a_prompt_out(tmp_path):
+    wh = _ingest_folder("jasonyannn-Proxima-b4", tmp_path)
+    # 9f89aa39: modelMetrics 29 requests / 11,484 output / 4,420,152,000 nano-AIU; the session logged
+    # 5,454,144,000 and its messages 34 requests / 14,330 output tokens: the first prompt was left out
+    assert rows(wh, "select model, requests, output_tokens, input_tokens, nano_aiu, premium_requests, cost_source, "
+                    "usage_source from fct_usage where session_id like '9f89aa39%'") == [
+        ("mai-code-1.1-flash", 34, 14330, None, 5454144000, Decimal(5), "logged", "shutdown_messages")]

@@ -9,10 +9,15 @@ import pytest
 
 from pipeline.extract.base import Context, ReadResult, Source
 from pipeline.extract.vscode import (
+    chat_title,
     default_vscode_users,
     discover_vscode_user,
+    display_model,
     read_chat_session,
     replay_mutation_log,
+    request_models,
+    request_status,
+    result_text,
     session_from_memory_dir,
     workspace_folder,
 )
@@ -170,4 +175,75 @@ def test_flat_chat_file_with_or_without_bom(tmp_path, bom):
     res = read_chat_session(Source(str(p), "chat_session", "s1"), ctx(), None)
     assert res.rejects == []
     assert [(r["event_type"], r["content"]) for r in res.rows["stg_events"]][1:] == [
-        ("user.message", "hi"), ("assistant.message", "old string response")]
+        ("user.message", "hi"), ("assistant.message", "old string response"), ("assistant.usage", None)]
+
+
+def test_multi_root_workspaces_name_their_first_folder_never_vs_code_s(tmp_path):
+    user = tmp_path / "Code" / "User"
+    storage = user / "workspaceStorage" / "h"
+    storage.mkdir(parents=True)
+    untitled = "file:///home/a/.config/Code/Workspaces/1773210789679/workspace.json"
+    (storage / "workspace.json").write_text(json.dumps({"workspace": untitled}))
+    assert workspace_folder(storage, user) is None  # the file is not here: no folder, not Workspaces/<n>
+    ws = tmp_path / "Code" / "Workspaces" / "1773210789679"
+    ws.mkdir(parents=True)
+    (ws / "workspace.json").write_text('{"folders": [{"path": "/srv/api"}, {"path": "/srv/web"}],}')
+    assert workspace_folder(storage, user) == "/srv/api"  # found beside the User folder, trailing comma and all
+    saved = tmp_path / "proj" / "all.code-workspace"
+    saved.parent.mkdir()
+    saved.write_text('// comment\n{"folders": [{"path": "app"}]}')
+    (storage / "workspace.json").write_text(json.dumps({"workspace": {"configPath": saved.as_uri()}}))
+    assert workspace_folder(storage, user) == str(saved.parent / "app")
+
+
+def test_tool_outputs_failures_and_the_call_left_by_max_tool_calls():
+    tree = {"$mid": 20, "content": [{"$mid": 23, "value": {"node": {"children": [
+        {"type": 2, "text": "line 1", "lineBreakBefore": False},
+        {"type": 2, "text": "line 2", "lineBreakBefore": True}]}}}]}
+    assert result_text(tree) == "line 1\nline 2"
+    round_calls = [{"toolCalls": [{"id": "call_a__vscode-1", "name": "read_file", "arguments": '{"filePath": "x"}'},
+                                  {"id": "call_b__vscode-2", "name": "manage_todo_list", "arguments": "{}"}],
+                    "timestamp": 1700000000000}]
+    results = {"call_a__vscode-1": {"content": [{"value": "ERROR while calling tool: Invalid input path: x"}]}}
+    doc = {"sessionId": "s", "creationDate": 1699999999000, "requests": [
+        {"requestId": "r0", "timestamp": 1699999999500, "message": {"text": "do it"}, "modelId": "copilot/auto",
+         "response": [{"kind": "toolInvocationSerialized", "toolId": "copilot_readFile", "toolCallId": "uuid-1",
+                       "isComplete": True}],
+         "result": {"details": "Claude Sonnet 4.5 • 1x", "metadata": {
+             "toolCallRounds": round_calls, "toolCallResults": results, "maxToolCallsExceeded": True}}},
+        {"requestId": "r1", "timestamp": 1700000001000, "confirmation": "Continue",
+         "message": {"text": '@agent Continue: "Continue to iterate?"'}, "modelId": "copilot/auto",
+         "response": [{"kind": "toolInvocationSerialized", "toolId": "manage_todo_list", "toolCallId": "uuid-2",
+                       "isComplete": True}], "result": {"details": "Claude Sonnet 4.5 • 1x"}}]}
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(doc, f)
+    res = read_chat_session(Source(f.name, "chat_session", "s"), ctx(), None)
+    done = [r for r in res.rows["stg_events"] if r["event_type"] == "tool.execution_complete"]
+    # the failed call and the deferred one, which ran after the click: two calls, never the UUID parts again
+    assert [(r["tool_call_id"], r["success"], (r["error_message"] or "")[:24]) for r in done] == [
+        ("call_a", False, "ERROR while calling tool"), ("call_b", True, "")]
+    users = [r for r in res.rows["stg_events"] if r["event_type"] == "user.message"]
+    assert [json.loads(r["extra"] or "{}").get("source") for r in users] == [None, "button"]
+    reqs = res.rows["stg_tool_requests"]
+    assert {r["ts"] for r in reqs} == {"2023-11-14T22:13:20.000Z"}  # the round's time
+
+
+def test_models_statuses_and_titles_of_chat_requests():
+    assert display_model("Raptor mini (Preview)") == "raptor-mini"
+    assert display_model("GPT-5.3-Codex") == "gpt-5.3-codex"
+    assert request_models({"modelId": "copilot/auto", "result": {"details": "GPT-5.3-Codex • 0.9x"}}) == {
+        "selected": "auto", "answered": "gpt-5.3-codex", "multiplier": 0.9}
+    assert request_models({"result": {"details": "GPT-4.1 • 0x"}})["answered"] == "gpt-4.1"
+    assert request_models({"modelId": "github.copilot-chat/gpt-4.1"})["answered"] == "gpt-4.1"
+    assert request_models({"modelId": "copilot/auto", "result": {"metadata": {"resolvedModel": "grok-code-fast-1"}}}
+                          )["answered"] == "grok-code-fast-1"
+    assert request_models({"modelId": "copilot/auto"})["answered"] is None  # never guessed
+    assert request_status({"result": {"errorDetails": {"code": "rateLimited", "message": "m"}}}) == (
+        "error", "rateLimited", "m")
+    assert request_status({"modelState": {"value": 2}}) == ("cancelled", None, None)
+    assert request_status({"response": [{"kind": "warning", "content": {"value": "Chat setup failed."}}]}) == (
+        "error", "warning", "Chat setup failed.")
+    assert request_status({"response": [{"value": "an answer"}]}) == ("ok", None, None)
+    assert chat_title("Sure, please provide the request for which you need a title.") is None
+    assert chat_title("Fix the build") == "Fix the build"

@@ -16,6 +16,7 @@ from ..redact import LINE_SCREEN, screen, screen_lines
 from ..schema import COUNT, RESULT_HEAD_CHARS
 from ..vocabulary import (
     ASSISTANT_MESSAGE,
+    BINARY_ASSET,
     REASONING_TYPES,
     SESSION_ERROR,
     SESSION_START,
@@ -51,6 +52,8 @@ _LIFTED = {"content", "model", "interactionId", "turnId", "toolCallId", "toolNam
            "success", "error", "result", "parentToolCallId", "mcpServerName", "outputTokens", "requestId",
            "toolRequests", "apiCallId"}
 _SCREEN_BOTH = f"{LINE_SCREEN}|{FORBIDDEN_SCREEN}"
+# of a session.binary_asset: its id (``sha256:<hex of the bytes>``), type, MIME type and size
+_ASSET_KEPT = ("assetId", "type", "mimeType", "byteLength")
 
 
 def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line: int, offset: int,
@@ -98,6 +101,10 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
     extra = {k: v for k, v in data.items() if k not in _LIFTED}
     if etype in REASONING_TYPES:  # reasoning text, whatever the field: only its id is kept
         extra = {k: v for k, v in extra.items() if k == "reasoningId"}
+    elif etype == BINARY_ASSET:  # the image itself (base64, up to ~600 KB a line) is not kept: what it was
+        extra = {k: v for k, v in extra.items() if k in _ASSET_KEPT}
+        if "byteLength" not in extra and isinstance(data.get("data"), str):
+            extra["base64Chars"] = len(data["data"])
     if isinstance(result, dict):
         # detailedContent usually repeats content word for word: kept only when it says more
         rest = {k: v for k, v in result.items()
@@ -160,7 +167,9 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
                 "tool_call_id": ident(req.get("toolCallId") or req.get("id")),
                 "tool_name": ident(req.get("name") or function.get("name")),
                 "arguments": _args_json(req.get("arguments", function.get("arguments")), redact, clean),
-                "ts": row["ts"], "model": row["model"], "mcp_server_name": ident(req.get("mcpServerName")),
+                # a VS Code round dates its own calls; a CLI request is its message's
+                "ts": ident(req.get("timestamp")) or row["ts"], "model": row["model"],
+                "mcp_server_name": ident(req.get("mcpServerName")),
                 "_source_path": source_path, "_source_line": line, "_run_id": ctx.run_id,
             })
     return row, requests

@@ -19,7 +19,17 @@ from urllib.parse import unquote, urlparse
 
 import orjson
 
-from ..vocabulary import ASSISTANT_MESSAGE, ASSISTANT_USAGE, FILE_EDITED, SESSION_START, TOOL_COMPLETE, USER_MESSAGE
+from ..vocabulary import (
+    ABORT,
+    ASSISTANT_MESSAGE,
+    ASSISTANT_USAGE,
+    AUTO_RESOLVED,
+    FILE_EDITED,
+    SESSION_ERROR,
+    SESSION_START,
+    TOOL_COMPLETE,
+    USER_MESSAGE,
+)
 from .base import (
     Context,
     Finder,
@@ -64,8 +74,12 @@ def default_vscode_users(env: Mapping[str, str] = os.environ, home: Path | None 
     return [c for c in cands if c.is_dir()]
 
 
-def workspace_folder(storage: Path) -> str | None:
-    """The folder a ``workspaceStorage/<hash>/`` belongs to, from its ``workspace.json``."""
+def workspace_folder(storage: Path, user: Path | None = None) -> str | None:
+    """The folder a ``workspaceStorage/<hash>/`` belongs to, from its ``workspace.json``: its ``folder``;
+    for a workspace file (``configuration`` / ``workspace``), the first folder the file names when it can be
+    read (here or under ``user``'s ``../Workspaces/``), else the folder a saved ``.code-workspace`` file sits
+    in. An untitled multi-root workspace (``<UserData>/Workspaces/<n>/workspace.json``) that cannot be read
+    names no folder: its own folder is VS Code's, not the user's."""
     path = storage / "workspace.json"
     if not path.is_file():
         return None
@@ -78,12 +92,57 @@ def workspace_folder(storage: Path) -> str | None:
         return None
     if isinstance(doc.get("folder"), str):
         return folder_path(doc["folder"])
-    for key in ("configuration", "workspace"):  # a .code-workspace file: its folder is the root
+    for key in ("configuration", "workspace"):
         value = doc.get(key)
         if isinstance(value, dict):
             value = value.get("configPath") or value.get("path")
-        if isinstance(value, str):
-            return folder_path(value.rsplit("/", 1)[0] if "/" in value else value)
+        if not isinstance(value, str):
+            continue
+        file = folder_path(value)
+        first = _first_workspace_folder(file, user)
+        if first is not None:
+            return first
+        if _UNTITLED_WORKSPACE.search(file.replace("\\", "/")):
+            return None
+        return file.rsplit("/", 1)[0] if "/" in file else file
+    return None
+
+
+_UNTITLED_WORKSPACE = re.compile(r"/Workspaces/\d+/workspace\.json$")
+
+
+def _first_workspace_folder(file: str, user: Path | None) -> str | None:
+    """The first folder a workspace file names (``folders[0].path``, relative to the file, or ``.uri``),
+    reading the file where its URI says or, for an untitled one, beside ``user`` (a copied User folder)."""
+    cands = [Path(file)] if "://" not in file else []
+    m = _UNTITLED_WORKSPACE.search(file.replace("\\", "/"))
+    if m and user is not None:
+        cands.append(user.parent / m.group(0).lstrip("/"))
+    for cand in cands:
+        try:
+            raw = cand.read_bytes() if cand.is_file() else None
+        except OSError:
+            raw = None
+        if raw is None:
+            continue
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError:  # a .code-workspace may hold comments and trailing commas
+            text = re.sub(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', lambda x: x.group(1) or "",
+                          raw.decode("utf-8", "replace"), flags=re.S)
+            try:
+                doc = orjson.loads(re.sub(r",(\s*[}\]])", r"\1", text))
+            except orjson.JSONDecodeError:
+                continue
+        folders = doc.get("folders") if isinstance(doc, dict) else None
+        for f in folders if isinstance(folders, list) else []:
+            if isinstance(f, dict) and isinstance(f.get("uri"), str):
+                return folder_path(f["uri"])
+            if isinstance(f, dict) and isinstance(f.get("path"), str):
+                target = f["path"]
+                if not (target.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", target)):
+                    target = os.path.normpath(os.path.join(os.path.dirname(file), target))
+                return target
     return None
 
 
@@ -111,7 +170,7 @@ def discover_vscode_user(user: Path, finder: Finder | None = None) -> list[Sourc
     storages = [e for e in finder.entries(storage_root.path) if finder.is_dir(e)] \
         if storage_root is not None and finder.is_dir(storage_root) else []
     for storage in storages:
-        folder = workspace_folder(Path(storage.path))
+        folder = workspace_folder(Path(storage.path), user)
         children = {e.name: e for e in finder.entries(storage.path)}
         out.extend(_chat_files(children.get("chatSessions"), root, folder, finder))
         chat_ext = _child(children, "GitHub.copilot-chat", finder)
@@ -276,36 +335,159 @@ def _markdown_of(response: object) -> str:
     return "".join(out).strip()
 
 
-def _model(request: dict) -> str | None:
-    m = request.get("modelId")
-    if isinstance(m, str):
-        return m.removeprefix("copilot/")
-    return None
+_MODEL_PREFIXES = ("copilot/", "github.copilot-chat/")
+# result.details: "<display name> • <premium multiplier>x" ("Grok Code Fast 1 • 1x", "GPT-4.1 • 0x")
+_DETAILS = re.compile(r"^\s*(?P<name>[^•]*?)\s*(?:•\s*(?P<mult>\d+(?:\.\d+)?)x)?\s*$")
+# what VS Code writes when generating a title failed: not a title
+_FAILED_TITLE = re.compile(r"^(?:sure|certainly|of course|i'm sorry|sorry|i am sorry)\b[^.]*\b(?:provide|share)\b",
+                           re.I)
+# ResponseModelState (microsoft/vscode): 0 pending, 1 complete, 2 cancelled, 3 failed, 4 needs input
+_CANCELLED, _FAILED = 2, 3
+ERROR_PREFIX = "ERROR while calling tool:"
 
 
-def _tool_calls(request: dict) -> list[dict]:
-    """Tool calls with arguments from result.metadata.toolCallRounds, completion from the response parts."""
+def model_id(value: object) -> str | None:
+    """A model id without the client's prefix (``copilot/``, ``github.copilot-chat/``)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    value = value.strip()
+    for prefix in _MODEL_PREFIXES:
+        value = value.removeprefix(prefix)
+    return value or None
+
+
+def display_model(name: str) -> str | None:
+    """A model's display name as its id: "Claude Sonnet 4.5" -> claude-sonnet-4.5, "Raptor mini (Preview)"
+    -> raptor-mini, "GPT-5.3-Codex" -> gpt-5.3-codex."""
+    name = re.sub(r"\((?:preview|beta|experimental)\)", "", name, flags=re.I)
+    slug = re.sub(r"[\s_]+", "-", name.strip().lower()).strip("-")
+    return slug or None
+
+
+def request_models(req: dict) -> dict:
+    """The model the user selected (``modelId``; ``auto`` stays auto), the one that answered (the selected
+    one unless it is auto or missing; else the one ``result.details`` names, else
+    ``result.metadata.resolvedModel``) and the premium-request multiplier ``result.details`` gives."""
+    result = _d(req.get("result"))
+    selected = model_id(req.get("modelId"))
+    details = result.get("details")
+    m = _DETAILS.match(details) if isinstance(details, str) else None
+    named = display_model(m.group("name")) if m and m.group("name") else None
+    resolved = model_id(_d(result.get("metadata")).get("resolvedModel"))
+    fallback = selected if selected and selected.lower() != "auto" else None
+    mult = float(m.group("mult")) if m and m.group("mult") else None
+    return {"selected": selected, "answered": fallback or named or resolved, "multiplier": mult}
+
+
+def request_status(req: dict) -> tuple[str, str | None, str | None]:
+    """(ok | error | cancelled, error code, error message) of one chat request: ``result.errorDetails``,
+    ``modelState`` (2 cancelled, 3 failed), ``isCanceled``, or a warning in place of an answer
+    ("Chat setup failed.")."""
+    result = _d(req.get("result"))
+    err = _d(result.get("errorDetails"))
+    state = _d(req.get("modelState")).get("value")
+    if err or state == _FAILED:
+        return "error", as_text(err.get("code")), as_text(err.get("message"))
+    if state == _CANCELLED or req.get("isCanceled") is True:
+        return "cancelled", None, None
+    parts = [p for p in _l(req.get("response")) if isinstance(p, dict)]
+    warnings = [as_text(_d(p.get("content")).get("value") if isinstance(p.get("content"), dict) else p.get("content"))
+                for p in parts if p.get("kind") == "warning"]
+    answered = _markdown_of(req.get("response")) or any(p.get("kind") == "toolInvocationSerialized" for p in parts)
+    if warnings and not answered:
+        return "error", "warning", "\n".join(w for w in warnings if w) or None
+    return "ok", None, None
+
+
+def chat_title(value: object) -> str | None:
+    """``customTitle``, unless it is what a failed title generation wrote."""
+    if not isinstance(value, str) or not value.strip() or _FAILED_TITLE.match(value.strip()):
+        return None
+    return value
+
+
+def result_text(entry: object) -> str | None:
+    """The text a tool call gave the model (``toolCallResults[id]``): ``content`` parts that are text
+    (``{"value": "..."}``) or a rendered prompt tree (``{"value": {"node": ...}}``, its text leaves joined)."""
+    content = _d(entry).get("content") if isinstance(entry, dict) else entry
+    out: list[str] = []
+
+    def walk(node: object, depth: int = 0) -> None:
+        if depth > 200:
+            return
+        if isinstance(node, dict):
+            text = node.get("text")
+            if isinstance(text, str):
+                if node.get("lineBreakBefore") and out and not out[-1].endswith("\n"):
+                    out.append("\n")
+                out.append(text)
+            for key in ("node", "children", "value"):
+                if key in node and not isinstance(node[key], str):
+                    walk(node[key], depth + 1)
+        elif isinstance(node, list):
+            for n in node:
+                walk(n, depth + 1)
+
+    for part in _l(content):
+        value = part.get("value") if isinstance(part, dict) else part
+        if isinstance(value, str):
+            out.append(value)
+        else:
+            walk(value)
+    return "".join(out) if out else (None if not isinstance(content, list) else "")
+
+
+def _part_key(call_id: str) -> str:
+    return _VSCODE_CALL_SUFFIX.sub("", call_id)
+
+
+def _tool_calls(request: dict, deferred: list[dict] | None = None) -> tuple[list[dict], list[dict]]:
+    """The tool calls of one request and the calls it left for the next (``maxToolCallsExceeded``).
+
+    The model's calls are ``result.metadata.toolCallRounds`` (name, arguments, the round's time); what
+    each returned is ``result.metadata.toolCallResults`` under the same id (a failure is a result that
+    starts ``ERROR while calling tool:``); a call with no result did not run. The response's
+    ``toolInvocationSerialized`` parts are VS Code's view of them: ids that may be UUIDs, context steps
+    that are no call, none for a call that failed validation - never paired by position. Files without
+    rounds (older versions, a "Continue" click) have only the parts: those are the calls, their success
+    ``isComplete``; a part that ran a call deferred by the request before completes that call."""
     parts = [p for p in _l(request.get("response")) if isinstance(p, dict)
              and p.get("kind") == "toolInvocationSerialized"]
-    rounds = _l(_d(_d(request.get("result")).get("metadata")).get("toolCallRounds"))
-    calls = [c for r in rounds if isinstance(r, dict) for c in _l(r.get("toolCalls")) if isinstance(c, dict)]
-    out = []
+    meta = _d(_d(request.get("result")).get("metadata"))
+    results = _d(meta.get("toolCallResults"))
+    rid = request.get("requestId")
+    out, left = [], []
+    rounds = [r for r in _l(meta.get("toolCallRounds")) if isinstance(r, dict)]
+    calls = [(c, r.get("timestamp")) for r in rounds for c in _l(r.get("toolCalls")) if isinstance(c, dict)]
     if calls:
-        for i, c in enumerate(calls):
-            part = parts[i] if i < len(parts) else {}
-            call_id = str(c.get("id") or f"{request.get('requestId')}:{i}")
-            out.append({"toolCallId": _VSCODE_CALL_SUFFIX.sub("", call_id),
-                        "name": c.get("name") or part.get("toolId"), "arguments": c.get("arguments"),
-                        "success": part.get("isComplete") if part else None})
-        return out
-    for i, p in enumerate(parts):  # older files: no rounds; the file a tool read is in its message
+        for i, (c, at) in enumerate(calls):
+            raw_id = str(c.get("id") or f"{rid}:{i}")
+            call = {"toolCallId": _part_key(raw_id), "name": c.get("name"), "arguments": c.get("arguments"),
+                    "at": at, "success": None, "output": None}
+            if raw_id in results or call["toolCallId"] in results:
+                text = result_text(results.get(raw_id, results.get(call["toolCallId"])))
+                call["output"] = text
+                call["success"] = not (text or "").lstrip().startswith(ERROR_PREFIX)
+            elif meta.get("maxToolCallsExceeded"):
+                left.append(call)
+                continue
+            out.append(call)
+        return out, left
+    pending = list(deferred or [])
+    for i, p in enumerate(parts):  # no rounds: the file a tool read is in its message
+        done = p.get("isComplete") if isinstance(p.get("isComplete"), bool) else None
+        match = next((c for c in pending if c["name"] == p.get("toolId")), None)
+        if match is not None:
+            pending.remove(match)
+            out.append(dict(match, success=done))
+            continue
         msg = as_text(_d(p.get("invocationMessage")).get("value") if isinstance(p.get("invocationMessage"), dict)
                       else p.get("invocationMessage")) or ""
         uri = _FILE_URI.search(msg)
-        out.append({"toolCallId": str(p.get("toolCallId") or f"{request.get('requestId')}:{i}"),
-                    "name": p.get("toolId"), "arguments": {"filePath": uri.group(1)} if uri else None,
-                    "success": p.get("isComplete")})
-    return out
+        out.append({"toolCallId": str(p.get("toolCallId") or f"{rid}:{i}"), "name": p.get("toolId"),
+                    "arguments": {"filePath": uri.group(1)} if uri else None, "at": None, "success": done,
+                    "output": None})
+    return out, []
 
 
 def _extension_version(requests: list) -> str | None:
@@ -320,9 +502,8 @@ def _extension_version(requests: list) -> str | None:
 
 def chat_events(doc: dict, session_id: str, workspace: str | None, problems: Problems | None = None):
     """A chat session as CLI-style events, as (where in the file, events) per request: a request of
-    the wrong shape raises when converted, so the caller can reject it alone. Tool calls carry no
-    time: a chat session records when a request started and how long it took, not when each of its
-    tool calls ran."""
+    the wrong shape raises when converted, so the caller can reject it alone. A tool call is dated by
+    its round (when the model asked for it); a chat session does not record when a call ran."""
     start = _iso(doc.get("creationDate"), "creationDate", problems)
     ctx = {"cwd": workspace} if workspace else {}
     requests = doc.get("requests")
@@ -333,11 +514,19 @@ def chat_events(doc: dict, session_id: str, workspace: str | None, problems: Pro
     yield "session", None, lambda: [session]
     if requests is not None and not isinstance(requests, list):
         raise ValueError(f"`requests` is {type(requests).__name__}, not a list")
+    deferred: list[dict] = []
+
+    def convert(req: object, n: int) -> list[dict]:
+        nonlocal deferred
+        events, deferred = _request_events(req, n, problems, deferred)
+        return events
+
     for n, req in enumerate(_l(requests)):
-        yield f"request {n + 1}", req, lambda req=req, n=n: _request_events(req, n, problems)
+        yield f"request {n + 1}", req, lambda req=req, n=n: convert(req, n)
 
 
-def _request_events(req: dict, n: int, problems: Problems | None) -> list[dict]:
+def _request_events(req: dict, n: int, problems: Problems | None,
+                    deferred: list[dict] | None = None) -> tuple[list[dict], list[dict]]:
     if not isinstance(req, dict):
         raise ValueError(f"it is {type(req).__name__}, not an object")
     ts = req.get("timestamp")
@@ -346,45 +535,72 @@ def _request_events(req: dict, n: int, problems: Problems | None) -> list[dict]:
     message = req.get("message")
     text = message.get("text") if isinstance(message, dict) else as_text(message)
     rid = req.get("requestId") if isinstance(req.get("requestId"), str) and req["requestId"] else f"request-{n}"
-    events = [{"type": USER_MESSAGE, "id": f"{rid}:user", "timestamp": _iso(ts, "timestamp", problems),
-               "data": {"content": as_text(text), "interactionId": rid}}]
-    timings = _d(_d(req.get("result")).get("timings"))
-    elapsed = timings.get("totalElapsed")
+    click = req.get("confirmation") if isinstance(req.get("confirmation"), str) and req["confirmation"] else None
+    models = request_models(req)
+    user = {"content": as_text(text), "interactionId": rid,
+            **({"selectedModel": models["selected"]} if models["selected"] else {})}
+    if click:  # "Continue" / "Try Again": a button, not a prompt
+        user.update(source="button", confirmation=click)
+    events = [{"type": USER_MESSAGE, "id": f"{rid}:user", "timestamp": _iso(ts, "timestamp", problems), "data": user}]
+    result = _d(req.get("result"))
+    elapsed = _d(result.get("timings")).get("totalElapsed")
     done = ts + elapsed if ts is not None and isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) \
         else ts
-    calls = _tool_calls(req)
-    model = _model(req)
+    done_at = _iso(done, "timings", problems)
+    calls, left = _tool_calls(req, deferred)
+    model = models["answered"]
     tokens = _request_tokens(req)
-    events.append({"type": ASSISTANT_MESSAGE, "id": f"{rid}:assistant", "timestamp": _iso(done, "timings", problems),
-                   "data": {"content": _markdown_of(req.get("response")), "model": model, "interactionId": rid,
-                            "toolRequests": [{k: c[k] for k in ("toolCallId", "name", "arguments")} for c in calls],
-                            "outputTokens": tokens.get("outputTokens"), "requestId": rid,
-                            "vote": req.get("vote"), "isCanceled": req.get("isCanceled")}})
-    if tokens.get("inputTokens") is not None:  # newer versions record the request's tokens
-        events.append({"type": ASSISTANT_USAGE, "id": f"{rid}:usage", "timestamp": _iso(done),
-                       "data": {"model": model, "apiCallId": rid, **tokens}})
+    status, code, error = request_status(req)
+    content = _markdown_of(req.get("response"))
+    if models["selected"] and models["selected"].lower() == "auto" and model:
+        events.append({"type": AUTO_RESOLVED, "id": f"{rid}:auto", "timestamp": done_at,
+                       "data": {"chosenModel": model}})
+    # a request that failed before any answer (rate limit, setup) is no answered request
+    answered = bool(result or content or calls) and not (status == "error" and not content and not calls)
+    if answered:
+        events.append({"type": ASSISTANT_MESSAGE, "id": f"{rid}:assistant", "timestamp": done_at,
+                       "data": {"content": content, "model": model, "interactionId": rid,
+                                "toolRequests": [{"toolCallId": c["toolCallId"], "name": c["name"],
+                                                  "arguments": c["arguments"], "timestamp": _iso(c["at"])}
+                                                 for c in calls],
+                                "outputTokens": tokens.get("outputTokens"), "requestId": rid,
+                                "vote": req.get("vote"),
+                                "isCanceled": req.get("isCanceled")}})
+        events.append({"type": ASSISTANT_USAGE, "id": f"{rid}:usage", "timestamp": done_at,
+                       "data": {"model": model, "apiCallId": rid, **tokens,
+                                **({"cost": models["multiplier"]} if models["multiplier"] is not None else {})}})
+    if status == "error":
+        events.append({"type": SESSION_ERROR, "id": f"{rid}:error", "timestamp": done_at,
+                       "data": {"errorType": code, "message": error, "interactionId": rid}})
+    elif status == "cancelled":
+        events.append({"type": ABORT, "id": f"{rid}:abort", "timestamp": done_at,
+                       "data": {"reason": "cancelled", "interactionId": rid}})
     for c in calls:
-        events.append({"type": TOOL_COMPLETE, "id": f"{rid}:{c['toolCallId']}", "timestamp": None,
-                       "data": {"toolCallId": c["toolCallId"], "toolName": c["name"], "success": c["success"],
-                                "model": model}})
+        data = {"toolCallId": c["toolCallId"], "toolName": c["name"], "success": c["success"], "model": model}
+        if c["output"] is not None:
+            data["result"] = {"content": c["output"]}
+            if c["success"] is False:
+                data["error"] = {"message": c["output"]}
+        events.append({"type": TOOL_COMPLETE, "id": f"{rid}:{c['toolCallId']}", "timestamp": None, "data": data})
     for k, e in enumerate(_l(req.get("editedFileEvents"))):
         uri = e.get("uri") if isinstance(e, dict) else None
         path = uri.get("path") or uri.get("external") if isinstance(uri, dict) else uri
         if isinstance(path, str) and path:
-            events.append({"type": FILE_EDITED, "id": f"{rid}:edit:{k}", "timestamp": _iso(done),
+            events.append({"type": FILE_EDITED, "id": f"{rid}:edit:{k}", "timestamp": done_at,
                            "data": {"arguments": {"path": path}, "eventKind": e.get("eventKind")}})
-    return events
+    return events, left
 
 
 def _request_tokens(req: dict) -> dict:
-    """Token counts a request records (newer Copilot Chat versions): ``promptTokens`` /
-    ``completionTokens`` on the request or in ``result.usage``. Empty when it records none."""
-    result = req.get("result") if isinstance(req.get("result"), dict) else {}
-    usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+    """Token counts a request records: ``promptTokens`` / ``completionTokens`` on the request (0.45),
+    in ``result.usage`` (0.37) or ``result.metadata`` (``promptTokens`` / ``outputTokens``, 0.38). Empty
+    when it records none."""
+    result = _d(req.get("result"))
+    sources = (req, _d(result.get("usage")), _d(result.get("metadata")))
     out = {}
     for key, names in (("inputTokens", ("promptTokens", "prompt_tokens", "inputTokens")),
                        ("outputTokens", ("completionTokens", "completion_tokens", "outputTokens"))):
-        for src in (req, usage):
+        for src in sources:
             value = next((src.get(n) for n in names if isinstance(src.get(n), int)
                           and not isinstance(src.get(n), bool)), None)
             if value is not None:
@@ -409,6 +625,12 @@ def read_chat_session(source: Source, ctx: Context, prior: Prior | None) -> Read
         res.reject(source.path, f"chat session state is {type(doc).__name__}, not an object")
         return res
     sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) and doc["sessionId"] else source.session_id
+    if isinstance(doc.get("requests"), list) and not doc["requests"]:
+        # an empty stub (a chat view opened, nothing asked): no session
+        log.debug("%s: chat session without a request; not a session", source.path)
+        res.n_records = 0
+        res.last_good_offset = os.path.getsize(source.path)
+        return res
     index = 0
     try:
         for where, raw, events in chat_events(doc, sid, source.workspace, problems):
@@ -426,7 +648,7 @@ def read_chat_session(source: Source, ctx: Context, prior: Prior | None) -> Read
             index += len(rows)
     except ValueError as exc:  # `requests` of the wrong type: the session is kept without its requests
         res.reject(source.path, f"chat session kept without its requests: {exc}")
-    title = doc.get("customTitle") if isinstance(doc.get("customTitle"), str) else None
+    title = chat_title(doc.get("customTitle"))
     res.add("stg_session_meta", {
         "session_id": sid, "source_kind": "vscode_chat", "title": title, "summary": None,
         "cwd": source.workspace, "git_root": None, "repository": None, "branch": None, "host_type": "vscode",
@@ -501,7 +723,7 @@ def read_state_db(source: Source, ctx: Context, prior: Prior | None) -> ReadResu
             if not isinstance(e, dict):
                 raise ValueError(f"it is {type(e).__name__}, not an object")
             timing = e.get("timing") if isinstance(e.get("timing"), dict) else {}
-            title = e.get("title") if isinstance(e.get("title"), str) else None
+            title = chat_title(e.get("title"))
             session = e.get("sessionId") if isinstance(e.get("sessionId"), str) and e["sessionId"] else sid
             res.add("stg_session_meta", {
                 "session_id": session, "source_kind": "vscode_index", "title": title,

@@ -93,7 +93,7 @@ def _pulls() -> list[tuple[str, str, str]]:
            ("stg_tool_events", "stg_events", f"select {', '.join(TOOL_EVENT_COLUMNS)}, {numbered} "
                                              f"from stg_events where event_type in ({tools}) and"),
            ("stg_tool_requests", "stg_tool_requests",
-            "select * exclude (ts, _source_line, _run_id) from stg_tool_requests where")]
+            "select * exclude (_source_line, _run_id) from stg_tool_requests where")]
     return out + [(t.name, t.name, f'select * from "{t.name}" where') for t in STAGING
                   if t.name not in ("stg_events", "stg_tool_requests")]
 

@@ -14,6 +14,7 @@ import polars as pl
 from ..schema import DECIMAL, TABLES
 from ..sources import PRECEDENCE, VSCODE_ROW_KINDS
 from ..vocabulary import (
+    ABORT,
     ASSISTANT_MESSAGE,
     COMPACTION_COMPLETE,
     CREATE_TOOLS,
@@ -21,6 +22,7 @@ from ..vocabulary import (
     EDITOR_COMMANDS,
     FILE_EDITED,
     KNOWN_TYPES,
+    SESSION_ERROR,
     SESSION_RESUME,
     SESSION_SHUTDOWN,
     SESSION_START,
@@ -119,7 +121,7 @@ def in_session_order(ev: pl.DataFrame) -> pl.DataFrame:
 # below; tests/test_ingest.py checks that the star rows do not change.
 EVENT_TEXT_USED = {
     "content": (USER_MESSAGE, ASSISTANT_MESSAGE),
-    "extra": tuple(sorted({SESSION_START, USER_MESSAGE, SESSION_SHUTDOWN, COMPACTION_COMPLETE,
+    "extra": tuple(sorted({SESSION_START, USER_MESSAGE, SESSION_SHUTDOWN, COMPACTION_COMPLETE, SESSION_ERROR,
                            *usage_model.USAGE_EXTRA})),
 }
 # ... and of a system message only the working directory it names (older CLIs write no context on
@@ -138,6 +140,19 @@ NUMBERED = r"^[\t\n\x0B\f\r\x{85}\pZ]*1[.:|]"
 RESULT_SOURCE = ("result_source_path", "result_source_line")
 
 
+# user.message events with text that nobody typed: a skill's file injected by the CLI (``source:
+# "skill-<name>"``, CLI 1.0.70+), a button VS Code shows ("Continue", "Try Again": ``source: "button"`` from
+# the chat reader; in a transcript only their text says so)
+_CLICK_TEXT = r'^(?:@agent )?(?:Continue: "Continue to iterate\?"|Try Again)$'
+
+
+def not_typed() -> pl.Expr:
+    """A user.message that is no prompt though it holds text: Copilot's or a button's (see _CLICK_TEXT)."""
+    source = pl.col("extra").str.json_path_match("$.source")
+    return (source.str.starts_with("skill-") | (source == "button")
+            | ((pl.col("source_kind") == "transcript") & pl.col("content").str.strip_chars().str.contains(_CLICK_TEXT)))
+
+
 def prepare_events(events: pl.DataFrame) -> pl.DataFrame:
     """The events of the chosen logs (but tool events), in order, with parsed time, the prompt a
     user.message holds once Copilot's injected tags are removed (``prompt``; empty: Copilot's own nudge,
@@ -148,11 +163,18 @@ def prepare_events(events: pl.DataFrame) -> pl.DataFrame:
         parse_ts(pl.col("ts")).alias("at"),
         pl.when(is_user).then(pl.col("content").fill_null("")).map_elements(clean_prompt, return_dtype=pl.String)
         .alias("prompt"),
-    ).with_columns((is_user & (pl.col("prompt").str.len_chars() > 0)).alias("is_prompt"))
+    ).with_columns((is_user & (pl.col("prompt").str.len_chars() > 0) & ~not_typed().fill_null(False))
+                   .alias("is_prompt"))
     ev = ev.with_columns(
         (pl.col("is_prompt").cast(pl.Int32).cum_sum().over("session_id") - 1).alias("turn_index"),
     ).with_columns(pl.when(pl.col("turn_index") >= 0).then(pl.col("turn_index")).alias("turn_index"))
     return usage_model.annotate(ev)
+
+
+def error_code() -> pl.Expr:
+    """A session.error's code: the provider's HTTP status, else Copilot's error type (``rateLimited``)."""
+    x = pl.col("extra")
+    return pl.coalesce(x.str.json_path_match("$.statusCode"), x.str.json_path_match("$.errorType"))
 
 
 def turns_from_events(ev: pl.DataFrame, tools: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -171,11 +193,21 @@ def turns_from_events(ev: pl.DataFrame, tools: pl.DataFrame | None = None) -> pl
         pl.when(pl.col("output_tokens").is_not_null().any()).then(pl.col("output_tokens").sum())
         .alias("output_tokens"),
     )
-    ends = in_turn.group_by("session_id", "turn_index").agg(
+    t = pl.col("event_type")
+    # how the turn ended: by its last answer, error or cancellation (a "Try Again" that worked is ok)
+    outcome = pl.when(t == SESSION_ERROR).then(pl.lit("error")).when(t == ABORT).then(pl.lit("cancelled")) \
+        .when(t == ASSISTANT_MESSAGE).then(pl.lit("ok"))
+    ends = in_turn.with_columns(outcome.alias("_outcome"), error_code().alias("_code")).group_by(
+        "session_id", "turn_index").agg(
         pl.col("at").max().alias("ended_at"),
-        pl.col("eff_model").filter(pl.col("event_type") == ASSISTANT_MESSAGE).drop_nulls().last().alias("model"),
-        ((pl.col("event_type") == USER_MESSAGE) & ~pl.col("is_prompt")).sum().cast(pl.Int32)
-        .alias("n_continuations"))
+        pl.col("eff_model").filter(t == ASSISTANT_MESSAGE).drop_nulls().last().alias("model"),
+        pl.col("sel_model").filter(pl.col("is_prompt")).first().alias("selected_model"),
+        ((t == USER_MESSAGE) & ~pl.col("is_prompt")).sum().cast(pl.Int32).alias("n_continuations"),
+        pl.col("_outcome").drop_nulls().last().fill_null("ok").alias("status"),
+        pl.col("_code").filter(t == SESSION_ERROR).last().alias("error_code"),
+        pl.col("error_message").filter(t == SESSION_ERROR).last().alias("error_message"))
+    ends = ends.with_columns(pl.when(pl.col("status") == "error").then(pl.col(c)).alias(c)
+                             for c in ("error_code", "error_message"))
     if tools is not None and not tools.is_empty():
         tool_ends = tools.filter(pl.col("turn_index").is_not_null()).group_by("session_id", "turn_index").agg(
             pl.col("at").max().alias("_tools_end"))
@@ -244,7 +276,9 @@ def tool_calls(ev: pl.DataFrame, tools: pl.DataFrame, requests: pl.DataFrame) ->
            .select("session_id", "tool_call_id", pl.col("tool_name").alias("req_name"),
                    pl.col("arguments").alias("req_args"), pl.col("model").alias("req_model"),
                    pl.col("mcp_server_name").alias("req_mcp"), pl.col("turn_index").alias("req_turn"),
-                   pl.col("at").alias("requested_at")))
+                   # a chat session's request is dated by the round that asked for it
+                   (pl.coalesce("at", parse_ts(pl.col("ts"))) if "ts" in requests.columns else pl.col("at"))
+                   .alias("requested_at")))
     starts = (tools.filter(pl.col("event_type") == TOOL_START)
               .with_columns(pl.coalesce("tool_call_id", pl.format("start-{}", "event_index")).alias("tool_call_id"))
               .unique(["session_id", "tool_call_id"], keep="first", maintain_order=True)
@@ -389,6 +423,17 @@ def project_ids(places_frame: pl.DataFrame, root_repos: dict[str, str]) -> pl.Da
         "session_id", "project_id", "project_root")
 
 
+ACTIVE_GAP_S = 30 * 60
+
+
+def active_seconds(times: pl.DataFrame) -> pl.DataFrame:
+    """session_id, active_s: the time between a session's events, each gap counted up to ACTIVE_GAP_S
+    (a session re-opened weeks later is not weeks of work)."""
+    gaps = (times.filter(pl.col("at").is_not_null()).sort("session_id", "at")
+            .with_columns((pl.col("at").diff().over("session_id").dt.total_milliseconds() / 1000).alias("_gap")))
+    return gaps.group_by("session_id").agg(pl.col("_gap").clip(0, ACTIVE_GAP_S).sum().alias("active_s"))
+
+
 def _present_sessions(stg: dict[str, pl.DataFrame], present: pl.DataFrame) -> pl.Series:
     """Sessions with a source file still on disk: a file of their own, or a file holding their
     metadata, store turns or events (``present``: source_path, session_id of every present source)."""
@@ -417,14 +462,19 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
         ((t == USER_MESSAGE) & ~pl.col("is_prompt")).sum().alias("n_continuations"),
         pl.col("at").min().alias("ev_first_at"), pl.col("at").max().alias("ev_last_at"),
         pl.col("eff_model").filter(t == ASSISTANT_MESSAGE).drop_nulls().unique().alias("ev_models"),
+        (t == SESSION_ERROR).sum().cast(pl.Int32).alias("n_errors"),
+        pl.col("error_message").filter(t == SESSION_ERROR).last().alias("error_message"),
     )
     tool_stats = tools.group_by("session_id").agg(pl.len().alias("_n"), pl.col("at").min().alias("_first"),
                                                    pl.col("at").max().alias("_last"))
+    active = active_seconds(pl.concat([ev.select("session_id", "at"), tools.select("session_id", "at"),
+                                       turns.select("session_id", pl.col("started_at").alias("at")),
+                                       turns.select("session_id", pl.col("ended_at").alias("at"))]))
     ev_stats = ev_stats.join(tool_stats, on="session_id", how="full", coalesce=True).select(
         "session_id", (pl.col("n_events").fill_null(0) + pl.col("_n").fill_null(0)).alias("n_events"),
         pl.col("n_unknown_events").fill_null(0), pl.col("n_resumes").fill_null(0),
         pl.col("n_continuations").fill_null(0), pl.min_horizontal("ev_first_at", "_first").alias("ev_first_at"),
-        pl.max_horizontal("ev_last_at", "_last").alias("ev_last_at"), "ev_models")
+        pl.max_horizontal("ev_last_at", "_last").alias("ev_last_at"), "ev_models", "n_errors", "error_message")
     where = places(meta, ev)
     first_prompt = turns.sort("turn_index").unique("session_id", keep="first", maintain_order=True).select(
         "session_id", pl.col("user_message").alias("first_prompt"), pl.col("started_at").alias("first_turn_at"))
@@ -444,23 +494,31 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
 
     df = ids
     for f in (ws, vs, st, vc, vt, vi, ctx.select("session_id", "copilot_version", "ev_start_time", "producer"),
-              where, ev_stats, first_prompt, t_stats, c_stats, u_models, sources):
+              where, ev_stats, active, first_prompt, t_stats, c_stats, u_models, sources):
         df = df.join(f, on="session_id", how="left")
     df = df.with_columns(pl.col(c).fill_null(0) for c in (
         "n_events", "n_unknown_events", "n_resumes", "n_continuations", "n_turns", "n_tool_calls",
-        "n_failed_tool_calls"))
-    prompt_title = pl.col("first_prompt").str.replace_all(r"\s+", " ").str.strip_chars()
-    prompt_title = pl.when(prompt_title.str.len_chars() > TITLE_MAX).then(
-        prompt_title.str.slice(0, TITLE_MAX - 1) + "…").otherwise(prompt_title)
+        "n_failed_tool_calls", "n_errors"))
+
+    def one_line(col: str) -> pl.Expr:
+        """A title on one line, at most TITLE_MAX characters (a workspace.yaml name is the whole first prompt,
+        line breaks included)."""
+        text = pl.col(col).str.replace_all(r"\s+", " ").str.strip_chars().replace("", None)
+        return pl.when(text.str.len_chars() > TITLE_MAX).then(text.str.slice(0, TITLE_MAX - 1) + "…").otherwise(text)
+
     is_vscode = (pl.col("vscode_metadata_title").is_not_null()
                  | (pl.col("sources").list.set_intersection(list(VSCODE_ROW_KINDS)).list.len() > 0)
                  | (pl.col("store_host_type") == "vscode") | pl.col("producer").str.starts_with("vscode"))
+    agent_host = pl.any_horizontal(pl.col(f"{k}_client_name").str.starts_with("vscode")
+                                   for k in ("workspace_yaml", "store", "vscode_metadata"))
     df = df.with_columns(
-        pl.coalesce("vscode_metadata_title", "vscode_chat_title", "workspace_yaml_title", "workspace_yaml_summary",
-                    "store_summary", "vscode_index_title", prompt_title, "vscode_metadata_first_user_message")
-        .alias("title"),
+        pl.coalesce(*map(one_line, ("vscode_metadata_title", "vscode_chat_title", "workspace_yaml_title",
+                                    "workspace_yaml_summary", "store_summary", "vscode_index_title", "first_prompt",
+                                    "vscode_metadata_first_user_message"))).alias("title"),
         pl.coalesce("workspace_yaml_summary", "store_summary").alias("summary"),
-        pl.when(is_vscode.fill_null(False)).then(pl.lit("vscode")).otherwise(pl.lit("cli")).alias("client"),
+        # VS Code's chat, or the CLI runtime VS Code's agent host runs (client_name vscode-agent-host)
+        pl.when(is_vscode.fill_null(False) | agent_host.fill_null(False)).then(pl.lit("vscode"))
+        .otherwise(pl.lit("cli")).alias("client"),
         pl.min_horizontal("ev_start_time", "ev_first_at", parse_ts(pl.col("workspace_yaml_created_at")),
                           parse_ts(pl.col("store_created_at")), "first_turn_at",
                           parse_ts(pl.col("vscode_index_created_at"))).alias("started_at"),
@@ -474,6 +532,12 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
     ).with_columns(
         ((pl.col("ended_at") - pl.col("started_at")).dt.total_milliseconds() / 1000).alias("duration_s"),
     )
+    # a VS Code chat opened and left (a transcript with nothing but its start): not a session
+    only_vscode = pl.col("sources").list.set_difference(list(VSCODE_ROW_KINDS)).list.len() == 0
+    stub = (pl.col("client") == "vscode") & only_vscode \
+        & (pl.col("n_turns") + pl.col("n_tool_calls") + pl.col("n_continuations") + pl.col("n_errors") == 0) \
+        & pl.col("u_models").is_null()
+    df = df.filter(~stub)
     keys = project_ids(where, root_repos)
     # a session known only from rows that name no place (a store usage row, say): the no-project bucket
     nowhere = _project_key(None, None, None, {})

@@ -42,6 +42,7 @@ from ..vocabulary import (
     SUBAGENT_STARTED,
     TURN_START,
     USAGE_CHECKPOINT,
+    USER_MESSAGE,
 )
 from . import prices
 
@@ -63,7 +64,8 @@ REQUEST_SCHEMA = {"session_id": pl.String, "request_id": pl.String, "leg_index":
                   "requested_at": pl.Datetime("us", "UTC"), "model": pl.String, "input_tokens": pl.Int64,
                   "output_tokens": pl.Int64, "cache_read_tokens": pl.Int64, "cache_write_tokens": pl.Int64,
                   "reasoning_tokens": pl.Int64, "nano_aiu": pl.Int64, "request_multiplier": pl.Float64,
-                  "initiator": pl.String, "is_subagent": pl.Boolean, "source": pl.String}
+                  "initiator": pl.String, "is_subagent": pl.Boolean, "source": pl.String,
+                  "selected_model": pl.String}
 LEG_SCHEMA = {"session_id": pl.String, "leg_index": pl.Int32, "model": pl.String,
               "started_at": pl.Datetime("us", "UTC"), "used_at": pl.Datetime("us", "UTC"), "requests": pl.Int64,
               "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cache_read_tokens": pl.Int64,
@@ -92,6 +94,14 @@ def _model_hint() -> pl.Expr:
             .when(t == SESSION_SHUTDOWN).then(x.str.json_path_match("$.currentModel"))
             .when(t.is_in([TURN_START, ASSISTANT_MESSAGE])).then(pl.col("model")))
     return pl.when(hint.str.to_lowercase().is_in(["auto", ""])).then(None).otherwise(hint)
+
+
+def _selected_hint() -> pl.Expr:
+    """The model the user selected from this event on (``auto`` included): session.start / resume,
+    a model change, or a VS Code request's own selection (on its user.message)."""
+    t, x = pl.col("event_type"), pl.col("extra")
+    return (pl.when(t == MODEL_CHANGE).then(x.str.json_path_match("$.newModel"))
+            .when(t.is_in([*LEG_STARTS, USER_MESSAGE])).then(x.str.json_path_match("$.selectedModel")))
 
 
 def annotate(ev: pl.DataFrame) -> pl.DataFrame:
@@ -124,9 +134,12 @@ def annotate(ev: pl.DataFrame) -> pl.DataFrame:
     return (joined
             .with_columns(
                 (t == USAGE_CHECKPOINT).cast(pl.Int32).cum_sum().over("session_id", "leg_index").alias("obs_index"),
-                pl.coalesce(pl.col("model").replace("", None), "_sub_model",
-                            pl.col("_hint").forward_fill().over("session_id"),
-                            pl.col("_hint").backward_fill().over("session_id")).alias("eff_model"),
+                _selected_hint().forward_fill().over("session_id").alias("sel_model"),
+                # a VS Code chat request names the model that answered it, or none is known: none is inherited
+                pl.when(pl.col("source_kind") == "chat_session").then(pl.col("model").replace("", None))
+                .otherwise(pl.coalesce(pl.col("model").replace("", None), "_sub_model",
+                                       pl.col("_hint").forward_fill().over("session_id"),
+                                       pl.col("_hint").backward_fill().over("session_id"))).alias("eff_model"),
                 ((t == AUTO_RESOLVED) | (t.is_in([*LEG_STARTS, MODEL_CHANGE]) & chosen.fill_null(False)))
                 .any().over("session_id", "leg_index").alias("leg_auto"))
             .drop("_hint", "_sub_model"))
@@ -144,6 +157,7 @@ def message_requests(ev: pl.DataFrame) -> pl.DataFrame:
             .group_by("session_id", "request_id", maintain_order=True)
             .agg(pl.col("leg_index").first(), pl.col("obs_index").first(), pl.col("turn_index").first(),
                  pl.col("at").min().alias("requested_at"), pl.col("eff_model").drop_nulls().first().alias("model"),
+                 pl.col("sel_model").drop_nulls().first().alias("selected_model"),
                  pl.when(pl.col("output_tokens").is_not_null().any()).then(pl.col("output_tokens").sum())
                  .alias("output_tokens"),
                  pl.col("parent_tool_call_id").is_not_null().any().alias("is_subagent"))
@@ -158,7 +172,7 @@ def usage_event_requests(ev: pl.DataFrame) -> pl.DataFrame:
         "session_id", pl.coalesce("api_call_id", "event_id", pl.format("event:{}", "event_index"))
         .alias("request_id"),
         "leg_index", "obs_index", "turn_index", pl.col("at").alias("requested_at"),
-        pl.coalesce("model", "eff_model").alias("model"),
+        pl.coalesce("model", "eff_model").alias("model"), pl.col("sel_model").alias("selected_model"),
         # outputTokens is lifted into its own staging column; the other counts stay in `extra`
         *[(pl.col("output_tokens") if dst == "output_tokens" else _json_num(x, f"$.{src}")).alias(dst)
           for dst, src in _METRIC_USAGE.items()],
@@ -404,6 +418,11 @@ def _session_legs(sid: str, legs: list[dict], s: dict, has_tokens: bool, version
             _shutdown_parts(parts, _difference(raw, prev_metrics) if cumulative else raw, shutdown, cum_cost,
                             base, base_premium)
             prev_metrics = raw
+            leg_premium = None if total_premium is None else \
+                total_premium - (base_premium or 0) if cum_cost else total_premium
+            if total_nano is not None and has_tokens and _fill_left_out(
+                    parts, msgs, total_nano - (base or 0) if cum_cost else total_nano, leg_premium):
+                token_source = "shutdown_messages"
             for m in msgs:  # the leg's figures are dated by its last message of the model
                 if m["model"] in parts:
                     parts[m["model"]].used_at = _later(parts[m["model"]].used_at, m["requested_at"])
@@ -457,6 +476,35 @@ def _shutdown_parts(parts: dict[str, _Part], figures: dict[str, dict], shutdown:
         p.nano = max(int(total_nano - (running or 0) if cumulative else total_nano), 0)
     if p.premium is None and total_premium is not None:
         p.premium = max(total_premium - (running_premium or 0) if cumulative else total_premium, 0.0)
+
+
+def _fill_left_out(parts: dict[str, _Part], msgs: list[dict], leg_nano: float, leg_premium: float | None) -> bool:
+    """A shutdown whose per-model figures leave requests out (CLI 1.0.77: the first prompt's): its own
+    running ``totalNanoAiu`` says more than the models' sum, and the leg's messages more requests and
+    output tokens. The messages fill the requests and output tokens left out (the input of those is not
+    known: NULL), and the leg's logged total its cost. Returns whether it filled anything."""
+    known = [p.nano for p in parts.values() if p.nano is not None]
+    if not parts or len(known) != len(parts) or leg_nano <= sum(known):
+        return False
+    seen: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for m in msgs:
+        seen[m["model"] or UNKNOWN_MODEL][0] += 1
+        seen[m["model"] or UNKNOWN_MODEL][1] += m["output_tokens"] or 0
+    gap = {model: (n - (parts[model].requests if model in parts else 0),
+                   out - ((parts[model].tokens["output_tokens"] or 0) if model in parts else 0))
+           for model, (n, out) in seen.items()}
+    gap = {model: g for model, g in gap.items() if g[0] > 0 and g[1] >= 0}
+    if len(gap) != 1:
+        return False  # which model the cost left out belongs to is not known
+    (model, (n, out)), = gap.items()
+    p = parts.setdefault(model, _Part(nano=0))
+    p.requests += n
+    p.tokens = {k: (None if k != "output_tokens" else (v or 0) + out) for k, v in p.tokens.items()}
+    p.nano = (p.nano or 0) + int(leg_nano - sum(known))
+    premiums = [q.premium for q in parts.values() if q is not p]
+    if leg_premium is not None and p.premium is not None and all(v is not None for v in premiums):
+        p.premium = max(leg_premium - sum(premiums), p.premium)
+    return True
 
 
 def _request_parts(parts: dict[str, _Part], reqs: list[dict]) -> None:

@@ -139,6 +139,15 @@ def plural(n: int | None, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
+def fmt_premium(known: object, n_unknown: int | None) -> str:
+    """Premium requests of a session's legs: their sum, marked as a lower bound (``≥``) when some leg with
+    requests does not record them; empty when none does."""
+    if known is None:
+        return ""
+    text = f"{float(known):,.2f}"
+    return f"≥ {text}" if n_unknown else text
+
+
 def fmt_duration(seconds: float | None) -> str:
     """A duration as people say it: ``45 s``, ``3 min 20 s``, ``2 h 10 min``, ``3 d 4 h``; empty when unknown."""
     if seconds is None:

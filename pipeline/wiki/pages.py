@@ -14,6 +14,7 @@ from .markdown import (
     fmt_duration,
     fmt_ms,
     fmt_num,
+    fmt_premium,
     fmt_ts,
     fmt_usd,
     front_matter,
@@ -120,10 +121,12 @@ def _months_table(data: WikiData, prefix: str) -> str:
 
 
 def _sessions_table(data: WikiData, sessions: list[dict], prefix: str) -> str:
-    return table(["started (UTC)", "session", "project", "prompts", "tool calls", "failed", "duration", "client"],
+    return table(["started (UTC)", "session", "project", "prompts", "tool calls", "failed", "errors", "active",
+                  "client"],
                  [[fmt_ts(s["started_at"]), _session_link(s, prefix), _project_link(data, s["project_id"], prefix),
                    fmt_num(s["n_turns"]), fmt_num(s["n_tool_calls"]), fmt_num(s["n_failed_tool_calls"]),
-                   fmt_duration(s["duration_s"]), cell(s["client"])] for s in sessions])
+                   fmt_num(s["n_errors"]) if s["n_errors"] else "", fmt_duration(s["active_s"]), cell(s["client"])]
+                  for s in sessions])
 
 
 def index_page(data: WikiData, top_topic: dict[str, str]) -> str:
@@ -302,7 +305,13 @@ def session_page(data: WikiData, s: dict, page: int = 0, ranges: list[tuple[int,
         n_failed = sum(c["is_success"] is False for c in calls)
         parts.append(f"### {t['turn_index'] + 1}. {fmt_ts(t['started_at'])}"
                      + (f" · {plural(t['n_tool_calls'], 'tool call')}" if t["n_tool_calls"] else "")
-                     + (f", {n_failed} failed" if n_failed else "") + "\n")
+                     + (f", {n_failed} failed" if n_failed else "")
+                     + (f" · {t['selected_model']} → {t['model']}" if t.get("selected_model") and t.get("model")
+                        and t["selected_model"] != t["model"] else f" · {t['model']}" if t.get("model") else "")
+                     + {"error": " · **error**", "cancelled": " · cancelled"}.get(t.get("status"), "") + "\n")
+        if t.get("status") == "error":
+            parts.append(quoted(" ".join(x for x in (t.get("error_code"), t.get("error_message")) if x)
+                                or "error") + "\n")
         parts.append(fenced(t["user_message"]) + "\n")
         answer = t["assistant_response"]
         if answer:
@@ -327,7 +336,9 @@ def _session_head(data: WikiData, s: dict) -> list[str]:
     checkpoints, usage = data.checkpoints.get(sid, []), data.session_usage.get(sid, [])
     rows = [["project", _project_link(data, s["project_id"], "../")],
             ["started / ended (UTC)", f"{fmt_ts(s['started_at'])} / {fmt_ts(s['ended_at'])}"],
-            ["duration", fmt_duration(s["duration_s"])],
+            ["active / span", f"{fmt_duration(s['active_s'])} / {fmt_duration(s['duration_s'])} (active: gaps over "
+                              "30 minutes count as 30 minutes)"],
+            ["errors", f"{s['n_errors']}: last {cell(s['error_message'])}" if s["n_errors"] else "none"],
             ["working directory", code(s['cwd']) if s["cwd"] else ""],
             ["repository / branch", f"{cell(s['repository'])} {('/ ' + cell(s['branch'])) if s['branch'] else ''}"],
             ["Copilot", f"{cell(s['client'])} {cell(s['copilot_version'])}"],
@@ -341,14 +352,16 @@ def _session_head(data: WikiData, s: dict) -> list[str]:
     parts.append(table(["field", "value"], rows) + "\n")
     if usage:
         parts.append("## Tokens and cost\n")
-        parts.append(table(["model", "requests", "input", "output", "cache read", "AI credits", "USD", "cost",
-                            "tokens from"],
+        parts.append(table(["model", "requests", "input", "output", "cache read", "premium", "AI credits", "USD",
+                            "cost", "tokens from"],
                            [[cell(u["model"]), fmt_num(u["requests"]), fmt_num(u["input_tokens"]),
                              fmt_num(u["output_tokens"]), fmt_num(u["cache_read_tokens"]),
+                             fmt_premium(u["premium_known"], u["n_legs_unknown_premium"]),
                              fmt_credits(u["ai_credits"]), fmt_usd(u["cost_usd"]), cell(u["cost_source"]),
                              cell(u["usage_source"])] for u in usage]) + "\n")
-        parts.append("An empty figure is one no source records (a leg without a shutdown has no input tokens). "
-                     "Per leg: `fct_usage_legs`.\n")
+        parts.append("An empty figure is one no source records (a leg without a shutdown has no input tokens); "
+                     "premium requests marked ≥ leave out legs that do not record them. Per leg: "
+                     "`fct_usage_legs`.\n")
     if checkpoints:
         parts.append("## Checkpoints\n")
         for c in checkpoints:

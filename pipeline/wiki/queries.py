@@ -52,7 +52,13 @@ SESSION_PARTS = {
     "session_files": "select * from report_session_files where {where} order by session_id, first_seen_at, path",
     "refs": "select * from fct_refs where {where} order by session_id, ref_type, ref_value",
     "tool_calls": _TOOL_CALLS,
-    "session_usage": "select * from fct_usage where {where} order by session_id, model",
+    # with the premium requests its legs know (fct_usage holds them only when every leg does)
+    "session_usage": """with u as (select * from fct_usage where {where}),
+        l as (select session_id, model, sum(premium_requests) as premium_known,
+                     count(*) filter (where premium_requests is null and requests > 0) as n_legs_unknown_premium
+              from fct_usage_legs semi join u using (session_id, model) group by session_id, model)
+        select u.*, l.premium_known, l.n_legs_unknown_premium from u left join l using (session_id, model)
+        order by session_id, model""",
     "memories": "select * from fct_memories where session_id is not null and {where} order by session_id, kind, path",
 }
 
@@ -199,7 +205,8 @@ def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
         projects=projects,
         sessions=_rows(con, """
             select session_id, project_id, title, summary, client, sources, cwd, repository, branch, copilot_version,
-                   started_at, ended_at, duration_s, n_turns, n_tool_calls, n_failed_tool_calls, models, is_gone
+                   started_at, ended_at, duration_s, active_s, n_turns, n_tool_calls, n_failed_tool_calls, models,
+                   is_gone, n_errors, error_message
             from dim_sessions order by started_at desc nulls last, session_id"""),
         totals=_rows(con, """
             select count(*) as n_sessions, sum(n_turns) as n_turns, sum(n_tool_calls) as n_calls,

@@ -29,7 +29,10 @@ select
 from fct_usage
 where
     not list_has_all(
-        ['store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'message_output_tokens'],
+        [
+            'store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'shutdown_messages',
+            'message_output_tokens'
+        ],
         string_split(usage_source, '+')
     )
 union all
@@ -39,7 +42,8 @@ select
 from fct_usage_legs
 where
     token_source not in (
-        'store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'message_output_tokens'
+        'store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'shutdown_messages',
+        'message_output_tokens'
     )
 union all
 select
