@@ -5,14 +5,13 @@ a change to it is noticed (``fingerprint``), whether a grown file is read from w
 stopped (``append_only``), which ``source_kind`` values its staged rows carry, and, where two
 sources can say the same thing about one session, which of them wins (``precedence``: lower wins,
 per row kind). Discovery (``extract/cli_home.py``, ``extract/vscode.py``) names the files of each
-kind; ``read`` is the kind's reader, registered with ``@reader(name)`` in ``pipeline/extract``.
+kind; its reader is registered with ``@reader(name)`` in ``pipeline/extract`` (``extract.READERS``).
 
 Nothing here does I/O: the transforms read precedence from here without importing a reader.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -25,13 +24,6 @@ class SourceKind:
     append_only: bool = False  # a grown file is read from its last good offset
     row_kinds: tuple[str, ...] = ()  # the source_kind values of its stg_events / stg_session_meta rows
     precedence: dict[str, int] = field(default_factory=dict)  # row kind -> rank where sources overlap
-
-    @property
-    def read(self) -> Callable:
-        """The reader of this kind (``pipeline/extract``, registered by ``@reader``)."""
-        from .extract import READERS
-
-        return READERS[self.name]
 
 
 KINDS: dict[str, SourceKind] = {k.name: k for k in (

@@ -36,6 +36,7 @@ from ..vocabulary import (
 )
 from . import usage as usage_model
 from .paths import project_root, relativize, short_hash
+from .times import UTC_TS, parse_ts
 
 TITLE_MAX = 120
 
@@ -43,18 +44,6 @@ PATH_KEYS = ("path", "file_path", "filePath", "filename", "target_file", "file",
 _PATCH_FILE = r"\*\*\* (?:Update|Add|Delete) File: ([^\n\\]+)"
 
 
-def parse_ts(expr: pl.Expr) -> pl.Expr:
-    """Mixed timestamp spellings (ISO-8601 with Z or offset, `YYYY-MM-DD HH:MM:SS`, epoch ms) -> UTC."""
-    s = expr.cast(pl.String).str.strip_chars()
-    iso = s.str.replace(r"^(\d{4}-\d\d-\d\d) ", "${1}T").str.replace(r"Z$", "+00:00")
-    with_tz = iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us", time_zone="UTC")
-    naive = iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us")
-    epoch = pl.when(s.str.contains(r"^\d{12,14}$")).then(
-        pl.from_epoch(s.cast(pl.Int64, strict=False), time_unit="ms"))
-    return pl.coalesce(with_tz, naive.dt.replace_time_zone("UTC"), epoch.dt.replace_time_zone("UTC")).cast(UTC_TS)
-
-
-UTC_TS = pl.Datetime("us", "UTC")
 _DUCK_TO_POLARS = {"VARCHAR": pl.String, "BIGINT": pl.Int64, "INTEGER": pl.Int32, "BOOLEAN": pl.Boolean,
                    "TIMESTAMPTZ": UTC_TS, "DOUBLE": pl.Float64, "VARCHAR[]": pl.List(pl.String),
                    "DATE": pl.Date}

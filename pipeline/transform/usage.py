@@ -45,6 +45,7 @@ from ..vocabulary import (
     USER_MESSAGE,
 )
 from . import prices
+from .times import parse_ts
 
 log = logging.getLogger(__name__)
 
@@ -185,8 +186,6 @@ def usage_event_requests(ev: pl.DataFrame) -> pl.DataFrame:
 
 def store_requests(store_usage: pl.DataFrame, legs: pl.DataFrame, turns: pl.DataFrame) -> pl.DataFrame:
     """session-store.db rows, placed in the leg and turn their time falls in."""
-    from .star import parse_ts  # star imports this module
-
     # a session can be in two stores (two copies of one home): one request is counted once
     st = (store_usage.filter(pl.col("session_id").is_not_null())
           .unique(["session_id", "row_id", "created_at", "model", *_TOKENS], keep="first", maintain_order=True))
