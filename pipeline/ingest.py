@@ -15,8 +15,11 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+import duckdb
 
 from .checks import ChecksFailed, all_checks, run_checks
 from .extract import discover
@@ -68,14 +71,11 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     """Read what changed under the roots into ``warehouse`` in one transaction. ``progress(done, total,
     phase)`` is told each phase as it starts (total 0: not counted) and each source read."""
     vscode_users = vscode_users or []
-    tell = progress or (lambda _done, _total, _phase: None)
     check_sources(copilot_homes, vscode_users)
     started = time.perf_counter()
     now = now or datetime.now(timezone.utc)
     roots = [str(Path(p).resolve()) for p in [*copilot_homes, *vscode_users]]
     summary = RunSummary(new_run_id(now), "full" if full else "incremental", roots)
-    redactions: Counter[str] = Counter()
-
     with ExitStack() as held:
         held.enter_context(writing(warehouse))  # this tool's readers (serve's searches) wait for the run
         con = connect(warehouse)
@@ -84,106 +84,159 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
         held.callback(shutil.rmtree, folder, ignore_errors=True)
         (folder / "scratch").mkdir()
         with transaction(con):
-            kept: list[str] = []
-            if full:  # from scratch, but for what nothing can read again: the rows of sources gone from disk
-                kept = keep_gone(con)
-                drop_all(con)
-            # a model this version adds (or one someone dropped) is built whole on this run, even if no source changed
-            created = ensure_schema(con)
-            if kept:
-                restore_gone(con)
-            if "_runs" in created:  # a new warehouse: everything is read
-                summary.mode = "full"
-            new_models = {t.name for t in MODELS} & set(created)
-            spool = Spool(con, folder / "staging")
-            state = SourceState(con, spool, summary, redact)
-            affected: set[str] = set(kept)
-            upgrade = not full and format_version(con, created) < FORMAT_VERSION
-            if upgrade:  # rows staged by an older version: read every source again, rebuild every session
-                log.warning("the warehouse was written by an older version: reading every source again and "
-                            "rebuilding every session (rows of sources no longer on disk are kept)")
-                state.forget_fingerprints()
-                affected |= state.all_staged_sessions()
-            chars, held = result_chars(), stored_result_chars(con)
-            if "_runs" not in created and not full and held != chars:
-                log.warning("fct_tool_calls now holds %s of each tool output (it held %s): rebuilding every "
-                            "session's star rows", _chars(chars), _chars(held))
-                affected |= state.all_staged_sessions()
-
-            # discover and plan: which sources changed since the last run
-            tell(0, 0, "finding sources")
-            finder = Finder()
-            sources = discover(copilot_homes, vscode_users, finder)
-            state.record_problems(roots, finder.problems)
-            plans: list[Plan] = []
-            for src in sources:
-                plan, came_back = state.plan(src)
-                affected |= came_back
-                if plan is not None:
-                    plans.append(plan)
-            mark = summary.phase("discover", started)
-
-            # read them (on every core) and stage their rows
-            jobs = [(p.source, p.prior, p.size) for p in plans]
-            done = 0
-            plan_of = {p.source: p for p in plans}
-            tell(0, len(jobs), "reading")
-            for batch in read_all(jobs, summary.run_id, redact, workers, str(folder / "scratch")):
-                for read in batch.reads:
-                    redactions.update(read.redactions)
-                    affected |= state.apply(read, plan_of[read.source])
-                    for table, part, n_rows in read.result.parts if read.result else ():
-                        summary.n_records += spool.add_part(table, part, n_rows)
-                    done += 1
-                    tell(done, len(jobs), "reading")
-                for table, rows in batch.tables.items():  # the rows of all the batch's sources, in order
-                    summary.n_records += spool.add(table, rows)
-            mark = summary.phase("read", mark)
-            tell(0, 0, "staging rows")
-            state.flush()
-            spool.load()
-            if upgrade:
-                fill_kept_rows(con)
-            affected |= state.mark_gone(roots)
-            root_repos: dict[str, str] = {}
-            if affected:  # which repository each folder is, over the whole warehouse (see transform.star.places)
-                root_repos, moved = star.root_repositories(con, None if full or upgrade else affected)
-                affected |= moved
-            summary.n_sessions_changed = len(affected)
-            mark = summary.phase("stage", mark)
-
-            # the star rows of the sessions that changed, then the SQL models and the checks
-            tell(0, 0, "star schema")
-            star.rebuild(con, sorted(affected), folder / "star", root_repos, chars)
-            mark = summary.phase("star", mark)
-            if affected or new_models:
-                whole = full or upgrade or new_models or not incremental_models_filled(con)
-                scope = None if whole else sorted(affected)  # None: every session
-                tell(0, 0, "SQL models")
-                run_models(con, scope)
-                mark = summary.phase("models", mark)
-                tell(0, 0, "data checks")
-                failures = run_checks(con, sessions=scope)
-                mark = summary.phase("checks", mark)
-                if failures:
-                    raise ChecksFailed(failures)
-                summary.n_checks_run = len(all_checks())
-
-            # record the run
-            summary.n_redactions = sum(redactions.values())
-            summary.redactions = dict(sorted(redactions.items()))
-            facts = [t.name for t in STAR if t.name.startswith("fct_")]
-            counted = ["dim_sessions", "dim_projects", "dim_files", *facts]
-            for t in counted:
-                summary.tables[t] = con.execute(f'select count(*) from "{t}"').fetchone()[0]
-            summary.seconds = time.perf_counter() - started
-            mark = summary.phase("summary", mark)
-            set_meta(con, "format_version", FORMAT_VERSION)
-            set_meta(con, "result_chars", chars)
-            record_run(con, summary, now)
-            tell(0, 0, "committing")
-        summary.phase("commit", mark)  # logged only: _runs was written before the commit
-
+            run = _prepare(con, folder, summary, full, redact, progress, started)
+            plans = _plan(run, copilot_homes, vscode_users, roots)
+            _read(run, plans, workers)
+            _stage(run, roots)
+            _build(run)
+            _record(run, now)
+        summary.phase("commit", run.mark)  # logged only: _runs was written before the commit
     log.info(summary.line())
     log.info("phases (s): %s", ", ".join(f"{k} {v:.2f}" for k, v in summary.phases.items()))
     return summary
+
+
+@dataclass
+class _Run:
+    """What the steps of one ingest share: the connection, the staged rows and source state, the sessions
+    whose star rows are rebuilt (``affected``), and the run's summary (each step a phase of it)."""
+
+    con: duckdb.DuckDBPyConnection
+    folder: Path
+    summary: RunSummary
+    state: SourceState
+    spool: Spool
+    tell: Callable[[int, int, str], None]
+    full: bool
+    upgrade: bool
+    new_models: set[str]
+    chars: int
+    started: float
+    mark: float
+    affected: set[str] = field(default_factory=set)
+    root_repos: dict[str, str] = field(default_factory=dict)
+    redactions: Counter = field(default_factory=Counter)
+
+    def phase(self, name: str) -> None:
+        self.mark = self.summary.phase(name, self.mark)
+
+
+def _prepare(con: duckdb.DuckDBPyConnection, folder: Path, summary: RunSummary, full: bool, redact: bool,
+             progress: Callable[[int, int, str], None] | None, started: float) -> _Run:
+    """The warehouse ready for the run: its schema, a full run's clean slate (but for the rows of sources
+    gone from disk), and what must be rebuilt whatever changed (rows of an older format, another share of
+    each tool output kept in fct_tool_calls)."""
+    kept: list[str] = []
+    if full:  # from scratch, but for what nothing can read again: the rows of sources gone from disk
+        kept = keep_gone(con)
+        drop_all(con)
+    # a model this version adds (or one someone dropped) is built whole on this run, even if no source changed
+    created = ensure_schema(con)
+    if kept:
+        restore_gone(con)
+    if "_runs" in created:  # a new warehouse: everything is read
+        summary.mode = "full"
+    spool = Spool(con, folder / "staging")
+    run = _Run(con, folder, summary, SourceState(con, spool, summary, redact), spool,
+               progress or (lambda _done, _total, _phase: None), full,
+               upgrade=not full and format_version(con, created) < FORMAT_VERSION,
+               new_models={t.name for t in MODELS} & set(created), chars=result_chars(), started=started,
+               mark=started,
+               affected=set(kept))
+    if run.upgrade:  # rows staged by an older version: read every source again, rebuild every session
+        log.warning("the warehouse was written by an older version: reading every source again and "
+                    "rebuilding every session (rows of sources no longer on disk are kept)")
+        run.state.forget_fingerprints()
+        run.affected |= run.state.all_staged_sessions()
+    held = stored_result_chars(con)
+    if "_runs" not in created and not full and held != run.chars:
+        log.warning("fct_tool_calls now holds %s of each tool output (it held %s): rebuilding every "
+                    "session's star rows", _chars(run.chars), _chars(held))
+        run.affected |= run.state.all_staged_sessions()
+    return run
+
+
+def _plan(run: _Run, copilot_homes: list[Path], vscode_users: list[Path], roots: list[str]) -> list[Plan]:
+    """Discover the sources and plan what to read: which changed since the last run (their fingerprints)."""
+    run.tell(0, 0, "finding sources")
+    finder = Finder()
+    sources = discover(copilot_homes, vscode_users, finder)
+    run.state.record_problems(roots, finder.problems)
+    plans: list[Plan] = []
+    for src in sources:
+        plan, came_back = run.state.plan(src)
+        run.affected |= came_back
+        if plan is not None:
+            plans.append(plan)
+    run.phase("discover")
+    return plans
+
+
+def _read(run: _Run, plans: list[Plan], workers: int | None) -> None:
+    """Read the planned sources on every core, spooling their rows in order."""
+    jobs = [(p.source, p.prior, p.size) for p in plans]
+    done = 0
+    plan_of = {p.source: p for p in plans}
+    run.tell(0, len(jobs), "reading")
+    for batch in read_all(jobs, run.summary.run_id, run.state.redact, workers, str(run.folder / "scratch")):
+        for read in batch.reads:
+            run.redactions.update(read.redactions)
+            run.affected |= run.state.apply(read, plan_of[read.source])
+            for table, part, n_rows in read.result.parts if read.result else ():
+                run.summary.n_records += run.spool.add_part(table, part, n_rows)
+            done += 1
+            run.tell(done, len(jobs), "reading")
+        for table, rows in batch.tables.items():  # the rows of all the batch's sources, in order
+            run.summary.n_records += run.spool.add(table, rows)
+    run.phase("read")
+
+
+def _stage(run: _Run, roots: list[str]) -> None:
+    """Load the spooled rows into staging; mark the sources gone from disk; which repository each folder is."""
+    run.tell(0, 0, "staging rows")
+    run.state.flush()
+    run.spool.load()
+    if run.upgrade:
+        fill_kept_rows(run.con)
+    run.affected |= run.state.mark_gone(roots)
+    if run.affected:  # which repository each folder is, over the whole warehouse (see transform.star.places)
+        run.root_repos, moved = star.root_repositories(run.con, None if run.full or run.upgrade else run.affected)
+        run.affected |= moved
+    run.summary.n_sessions_changed = len(run.affected)
+    run.phase("stage")
+
+
+def _build(run: _Run) -> None:
+    """The star rows of the sessions that changed, then the SQL models and the checks."""
+    run.tell(0, 0, "star schema")
+    star.rebuild(run.con, sorted(run.affected), run.folder / "star", run.root_repos, run.chars)
+    run.phase("star")
+    if not (run.affected or run.new_models):
+        return
+    whole = run.full or run.upgrade or run.new_models or not incremental_models_filled(run.con)
+    scope = None if whole else sorted(run.affected)  # None: every session
+    run.tell(0, 0, "SQL models")
+    run_models(run.con, scope)
+    run.phase("models")
+    run.tell(0, 0, "data checks")
+    failures = run_checks(run.con, sessions=scope)
+    run.phase("checks")
+    if failures:
+        raise ChecksFailed(failures)
+    run.summary.n_checks_run = len(all_checks())
+
+
+def _record(run: _Run, now: datetime) -> None:
+    """The run's summary and meta, written in the run's transaction."""
+    summary, con = run.summary, run.con
+    summary.n_redactions = sum(run.redactions.values())
+    summary.redactions = dict(sorted(run.redactions.items()))
+    facts = [t.name for t in STAR if t.name.startswith("fct_")]
+    for t in ["dim_sessions", "dim_projects", "dim_files", *facts]:
+        summary.tables[t] = con.execute(f'select count(*) from "{t}"').fetchone()[0]
+    summary.seconds = time.perf_counter() - run.started
+    run.phase("summary")
+    set_meta(con, "format_version", FORMAT_VERSION)
+    set_meta(con, "result_chars", run.chars)
+    record_run(con, summary, now)
+    run.tell(0, 0, "committing")
