@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 WAREHOUSE ?= data/warehouse.duckdb
 ARGS ?=
 
-.PHONY: help install ingest report serve demo test lint sample models bench screenshots clean
+.PHONY: help install ingest report serve demo test test-fast lint sample models bench screenshots clean
 
 help:  ## list the targets (with the values they use now; change them as in make bench SIZE=256)
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}' \
@@ -38,6 +38,9 @@ demo: $(STAMP)  ## ingest + report on the bundled sample corpus into data/demo/
 
 test: $(STAMP)  ## run the test suite
 	$(PY) -m pytest $(ARGS)
+
+test-fast: $(STAMP)  ## the edit-test loop: the suite without its slow modules (tests/conftest.SLOW_MODULES)
+	$(PY) -m pytest -m "not slow" $(ARGS)
 
 lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
 	$(VENV)/bin/ruff check pipeline tests
