@@ -173,8 +173,12 @@ def _date(text: str):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # the CLI's own form (`warning: ...`); -v names the logger too
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s" if args.verbose else "%(message)s")
+    if not args.verbose:
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(_PlainFormatter())
     if args.quiet and not args.verbose:
         logging.getLogger().setLevel(logging.ERROR)
     from .checks import ChecksFailed
@@ -198,11 +202,30 @@ def main(argv: list[str] | None = None) -> int:
     except ChecksFailed as exc:
         print(f"error: data checks failed; the warehouse was left as it was\n{exc}", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # `query ... | head`: the reader had enough; nothing is wrong
+        _quiet_stdout()
+        return 0
     except KeyboardInterrupt as exc:  # Ctrl-C, wherever it came: one line, exit 130
         print(_interrupted(args.verb, getattr(exc, "committed", False)), file=sys.stderr)
         return 130
     except BaseException as exc:  # noqa: BLE001 - everything else is one line too (-v logs the traceback)
         return _failure(args, exc)
+
+
+class _PlainFormatter(logging.Formatter):
+    """``warning: message`` / ``error: message``, as the CLI's own lines read."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {record.getMessage()}"
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: its pipe is closed, and Python's flush at exit would fail on it again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 _WRITERS = {"ingest": "the warehouse is as it was", "demo": "the warehouse is as it was",
@@ -323,7 +346,8 @@ def run_ingest(warehouse: str | Path, homes: list[Path], users: list[Path], *, f
     if not quiet:
         print(summary.line())
         if summary.n_rejects:
-            print(f"  {summary.n_rejects} records rejected: see `select * from _rejects`")
+            print(f"  {summary.n_rejects:,} record{'s' if summary.n_rejects != 1 else ''} rejected: "
+                  "see `select * from _rejects`")
         if summary.n_files_skipped:
             print(f"  {summary.n_files_skipped} sources busy, skipped; the next run retries them")
         if summary.n_pending_tails:
@@ -349,7 +373,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
     for line in warnings(homes, users):
         print(f"warning: {line}", file=sys.stderr)
     rows, problems = inventory(homes, users)
-    write(["root", "kind", "files", "size", "bytes", "last change", "what"],
+    write(["root", "kind", "files", "size", "bytes", "last_change", "what"],
           [[r.root, r.kind, r.files, _size(r.bytes), r.bytes, r.newest, KINDS[r.kind].files if r.kind in KINDS else ""]
            for r in rows], args.format)
     if not args.quiet:
