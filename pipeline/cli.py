@@ -102,6 +102,15 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--warehouse", default=None)
     se.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table")
 
+    mc = sub.add_parser("mcp", help="serve the history to agents: a Model Context Protocol server over stdio "
+                                    "(tools search, session, usage, query)",
+                        description="A Model Context Protocol server over stdio for Copilot and other agents: "
+                                    "tools search, session, usage and a read-only query over the warehouse. "
+                                    "Register it in .vscode/mcp.json or ~/.copilot/mcp-config.json (see the "
+                                    "README); an agent starts it, nobody runs it by hand.")
+    mc.add_argument("--warehouse", default=None, help="the warehouse it reads (default data/warehouse.duckdb, or "
+                                                      "$COPILOT_WAREHOUSE)")
+
     mo = sub.add_parser("models", help="rebuild the SQL models (sql/) and run the data checks")
     mo.add_argument("--warehouse", default=None)
 
@@ -191,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         verbs = {"ingest": cmd_ingest, "report": cmd_report, "demo": cmd_demo, "query": cmd_query,
                  "search": cmd_search, "models": cmd_models, "usage": cmd_usage, "push": cmd_push,
-                 "serve": cmd_serve, "sources": cmd_sources}
+                 "serve": cmd_serve, "sources": cmd_sources, "mcp": cmd_mcp}
         return verbs[args.verb](args)
     except (SourceError, WarehouseError, LakeError, ExtensionError, OutputError, ServeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -517,6 +526,12 @@ def cmd_usage(args: argparse.Namespace) -> int:
     finally:
         con.close()
     sys.stdout.write(render(table, args.format))
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import serve_stdio
+    serve_stdio(_warehouse(args))
     return 0
 
 
