@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,11 +115,23 @@ def _parser() -> argparse.ArgumentParser:
     mo = sub.add_parser("models", help="rebuild the SQL models (sql/) and run the data checks")
     mo.add_argument("--warehouse", default=None)
 
-    us = sub.add_parser("usage", help="requests, tokens, AI credits and dollars by day, week, month, session, "
-                                      "model or project")
-    us.add_argument("--by", choices=["day", "week", "month", "session", "model", "project"], default="day")
-    us.add_argument("--since", type=_date, metavar="YYYY-MM-DD", help="first UTC day to count")
-    us.add_argument("--until", type=_date, metavar="YYYY-MM-DD", help="last UTC day to count")
+    us = sub.add_parser("usage", help="requests, tokens, premium requests, AI credits and dollars by day, week, "
+                                      "month, session, model or project",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="examples:\n  python -m pipeline usage --by month --since last-month\n"
+                               "  python -m pipeline usage --by session --since 7d\n"
+                               "  python -m pipeline usage --budget 20 --by month   # exit 1 when over\n"
+                               "  python -m pipeline usage --status                 # one line for a status bar")
+    us.add_argument("--by", choices=["day", "week", "month", "session", "model", "project"], default=None,
+                    help="what a row is (default day; with --budget, month)")
+    us.add_argument("--since", metavar="WHEN", help="first UTC day to count: YYYY-MM-DD, today, yesterday, 7d, "
+                                                    "30d (the last N days), this-week, this-month, last-month")
+    us.add_argument("--until", metavar="WHEN", help="last UTC day to count: YYYY-MM-DD, today, yesterday, "
+                                                    "last-month")
+    us.add_argument("--budget", metavar="USD", type=_amount,
+                    help="say how much of this budget (in dollars) the current month (or --by day / week) has "
+                         "spent; exit 1 when over")
+    us.add_argument("--status", action="store_true", help="one line: today's and this month's cost")
     us.add_argument("--project", metavar="NAME", help="only this project (its name or id)")
     us.add_argument("--warehouse", default=None)
     _lake_argument(us)
@@ -170,6 +183,17 @@ def _warehouse(args: argparse.Namespace) -> str | Path:
         from .lake import lake_warehouse
         return lake_warehouse(args.lake, args.warehouse)
     return args.warehouse or default_warehouse()
+
+
+def _amount(text: str):
+    from decimal import Decimal, InvalidOperation
+    try:
+        value = Decimal(text.strip().lstrip("$"))
+    except InvalidOperation as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount like 20 or 12.50") from exc
+    if not value.is_finite() or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount like 20 or 12.50")
+    return value
 
 
 def _date(text: str):
@@ -511,11 +535,35 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_usage(args: argparse.Namespace) -> int:
     import duckdb
 
-    from .usage_report import UsageError, render, usage_table
+    from .usage_report import (
+        UsageError,
+        budget,
+        period_end,
+        period_start,
+        render,
+        status_line,
+        terminal_width,
+        usage_table,
+    )
     from .warehouse import connect
+    today = datetime.now(timezone.utc).date()
+    try:
+        since = period_start(args.since, today) if args.since else None
+        until = period_end(args.until, today) if args.until else None
+    except ValueError:
+        print(f"error: --since / --until {args.since or args.until!r}: a date like 2026-09-01, today, yesterday, "
+              "7d, this-month or last-month", file=sys.stderr)
+        return 2
     con = connect(_warehouse(args), read_only=True)
     try:
-        table = usage_table(con, args.by, args.since, args.until, args.project)
+        if args.status:
+            print(status_line(con, today))
+            return 0
+        if args.budget is not None:
+            line, over = budget(con, args.budget, args.by or "month", today)
+            print(line)
+            return 1 if over else 0
+        table = usage_table(con, args.by or "day", since, until, args.project)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -525,7 +573,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
         return 2
     finally:
         con.close()
-    sys.stdout.write(render(table, args.format))
+    sys.stdout.write(render(table, args.format, terminal_width() if args.format == "table" else None))
     return 0
 
 

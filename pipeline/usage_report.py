@@ -7,18 +7,23 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import shutil
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 import duckdb
+from wcwidth import wcswidth
 
 BY = ("day", "week", "month", "session", "model", "project")
+# the columns that name a row, and what they group by: weeks as ISO weeks (2026-W12), months as 2026-03;
+# a session with its first day, project and title, in date order
 _KEYS = {
     "day": (["day"], ["legs.day"]),
-    "week": (["week"], ["date_trunc('week', legs.day)::date"]),
-    "month": (["month"], ["date_trunc('month', legs.day)::date"]),
-    "session": (["session_id", "title"], ["legs.session_id", "sessions.title"]),
+    "week": (["week"], ["strftime(legs.day, '%G-W%V')"]),
+    "month": (["month"], ["strftime(legs.day, '%Y-%m')"]),
+    "session": (["session_id", "project", "title"], ["legs.session_id", "projects.name", "sessions.title"]),
     "model": (["model"], ["legs.model"]),
     "project": (["project"], ["projects.name"]),
 }
@@ -39,7 +44,8 @@ class UsageTable:
 
     @property
     def columns(self) -> list[str]:
-        return [*self.keys, *FIGURES, "unknown"]
+        figures = [f for f in FIGURES if not (self.by == "session" and f == "sessions")]  # one each
+        return [*self.keys, *figures, "unknown"]
 
 
 def usage_table(con: duckdb.DuckDBPyConnection, by: str = "day", since: date | None = None, until: date | None = None,
@@ -63,6 +69,10 @@ def usage_table(con: duckdb.DuckDBPyConnection, by: str = "day", since: date | N
         where.append("legs.project_id in (select unnest(?))")
         params.append(ids)
     keys = ", ".join(f"{e} as {n}" for n, e in zip(names, exprs, strict=True))
+    order = ", ".join(str(i + 1) for i in range(len(names)))
+    if by == "session":  # in date order, each with the first UTC day it used a model
+        keys += ", min(legs.day) as date"
+        order = "min(legs.day), legs.session_id"
     sql = f"""
         select {keys},
             count(distinct legs.session_id)::integer as sessions,
@@ -85,7 +95,7 @@ def usage_table(con: duckdb.DuckDBPyConnection, by: str = "day", since: date | N
         join dim_projects as projects on legs.project_id = projects.project_id
         where {' and '.join(where)}
         group by grouping sets (({', '.join(exprs)}), ())
-        order by is_total, {', '.join(str(i + 1) for i in range(len(names)))}
+        order by is_total, {order}
     """
     rel = con.execute(sql, params)
     cols = [d[0] for d in rel.description]
@@ -98,9 +108,92 @@ def usage_table(con: duckdb.DuckDBPyConnection, by: str = "day", since: date | N
             total = r
         else:
             rows.append(r)
+    if by == "session":
+        names = ["date", *names]
     for n in names:
         total[n] = "total" if n == names[0] else ""
     return UsageTable(by, names, rows, total)
+
+
+# ------------------------------------------------------------------------------------ periods
+_DAYS = re.compile(r"^(\d{1,4})d$")
+
+
+def period_start(text: str, today: date) -> date:
+    """A first day as people say it: YYYY-MM-DD, today, yesterday, 7d / 30d (the last N days, today
+    included), this-week, this-month, last-month."""
+    t = text.strip().lower()
+    if t == "today":
+        return today
+    if t == "yesterday":
+        return today - timedelta(days=1)
+    if m := _DAYS.match(t):
+        return today - timedelta(days=max(int(m.group(1)), 1) - 1)
+    if t == "this-week":
+        return today - timedelta(days=today.weekday())
+    if t == "this-month":
+        return today.replace(day=1)
+    if t == "last-month":
+        return (today.replace(day=1) - timedelta(days=1)).replace(day=1)
+    return date.fromisoformat(t)
+
+
+def period_end(text: str, today: date) -> date:
+    """A last day: YYYY-MM-DD, today, yesterday, last-month (its last day)."""
+    t = text.strip().lower()
+    if t == "today":
+        return today
+    if t == "yesterday":
+        return today - timedelta(days=1)
+    if t == "last-month":
+        return today.replace(day=1) - timedelta(days=1)
+    return date.fromisoformat(t)
+
+
+def _current(by: str, today: date) -> tuple[date, date, str]:
+    """The period of ``by`` (day, week, month) that holds ``today``: first day, last day, label."""
+    if by == "day":
+        return today, today, f"today ({today.isoformat()})"
+    if by == "week":
+        start = today - timedelta(days=today.weekday())
+        return start, start + timedelta(days=6), f"this week ({today.strftime('%G-W%V')})"
+    start = today.replace(day=1)
+    nxt = (start + timedelta(days=32)).replace(day=1)
+    return start, nxt - timedelta(days=1), f"this month ({today.strftime('%Y-%m')})"
+
+
+def _spent(con: duckdb.DuckDBPyConnection, first: date, last: date, project_ids: list[str] | None = None):
+    """Dollars the legs of [first, last] cost (logged or estimated), and how many legs have no cost."""
+    where = "legs.day between ? and ?" + (" and legs.project_id in (select unnest(?))" if project_ids else "")
+    params = [first, last, *([project_ids] if project_ids else [])]
+    usd, unknown = con.execute(f"""
+        select coalesce(sum(cost_usd), 0), count(*) filter (where cost_source = 'unknown')
+        from int_usage_legs as legs where {where}""", params).fetchone()
+    return Decimal(usd), int(unknown)
+
+
+def budget(con: duckdb.DuckDBPyConnection, amount: Decimal, by: str, today: date) -> tuple[str, bool]:
+    """How much of a budget of ``amount`` dollars the current day, week or month has spent: (a line, over?)."""
+    if by not in ("day", "week", "month"):
+        raise UsageError("--budget counts a day, a week or a month: use --by day, week or month")
+    first, last, label = _current(by, today)
+    usd, unknown = _spent(con, first, last)
+    share = (usd / amount * 100) if amount > 0 else Decimal(0)
+    over = usd > amount
+    line = (f"{label}: ${usd:,.2f} of ${amount:,.2f} ({share:.0f}%)"
+            + (f", over by ${usd - amount:,.2f}" if over else f", ${amount - usd:,.2f} left")
+            + (f"; {unknown} leg{'s' if unknown != 1 else ''} without cost not counted" if unknown else ""))
+    return line, over
+
+
+def status_line(con: duckdb.DuckDBPyConnection, today: date) -> str:
+    """One line for a status bar: today's and this month's cost (legs without cost marked +?)."""
+    parts = []
+    for by in ("day", "month"):
+        first, last, label = _current(by, today)
+        usd, unknown = _spent(con, first, last)
+        parts.append(f"{label.split(' (')[0]} ${usd:,.2f}{' +?' if unknown else ''}")
+    return "Copilot " + " · ".join(parts)
 
 
 def _unknown_note(unknown_input: int, unknown_cost: int, estimated: int, unknown_premium: int = 0) -> str:
@@ -129,7 +222,8 @@ def _plain(v: object):
     return v
 
 
-def render(table: UsageTable, fmt: str) -> str:
+def render(table: UsageTable, fmt: str, width: int | None = None) -> str:
+    """The table in ``fmt``; a ``table`` fits ``width`` columns of a terminal (None: as wide as it is)."""
     cols = table.columns
     rows = [*table.rows, table.total]
     if fmt == "json":
@@ -151,11 +245,11 @@ def render(table: UsageTable, fmt: str) -> str:
         lines += ["| " + " | ".join(x.replace("|", "\\|") for x in row) + " |" for row in cells[:-1]]
         lines.append("| " + " | ".join(f"**{x}**" if x else "" for x in cells[-1]) + " |")
         return "\n".join(lines) + "\n"
-    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
+    cols, headers, cells = _fit(cols, headers, cells, width)
+    widths = [max(_width(h), *(_width(row[i]) for row in cells)) for i, h in enumerate(headers)]
 
     def line(values: list):
-        return "  ".join(v.rjust(w) if c in FIGURES else v.ljust(w)
-                         for c, v, w in zip(cols, values, widths, strict=True)).rstrip()
+        return "  ".join(_pad(v, w, right=c in FIGURES) for c, v, w in zip(cols, values, widths, strict=True)).rstrip()
     rule = "  ".join("-" * w for w in widths)
     body = [line(headers), rule, *(line(r) for r in cells[:-1]), rule, line(cells[-1])]
     if not table.rows:
@@ -165,6 +259,62 @@ def render(table: UsageTable, fmt: str) -> str:
                 "— : no source records the figure; sums count the legs that record it (see the last "
                 "column).")
     return "\n".join(body) + "\n"
+
+
+def _width(text: str) -> int:
+    """Columns a text takes in a terminal (a CJK character two, a combining mark none)."""
+    w = wcswidth(text)
+    return w if w >= 0 else len(text)
+
+
+def _pad(text: str, width: int, right: bool = False) -> str:
+    fill = " " * max(width - _width(text), 0)
+    return fill + text if right else text + fill
+
+
+def _clip(text: str, width: int) -> str:
+    if _width(text) <= width:
+        return text
+    out = ""
+    for ch in text:
+        if _width(out + ch) > width - 1:
+            break
+        out += ch
+    return out + "…"
+
+
+# what a narrow terminal loses first, then the text columns are cut to fit
+_DROP_FIRST = ("cache_write_tokens", "cache_read_tokens", "sessions", "input_tokens", "premium_requests", "requests")
+
+
+def _fit(cols: list[str], headers: list[str], cells: list[list[str]], width: int | None):
+    """The columns and cells of a table that fits ``width``: figures dropped in _DROP_FIRST's order, then
+    the title and the last column cut."""
+    def total(cs: list[int]) -> int:
+        return sum(max(_width(headers[i]), *(_width(r[i]) for r in cells)) for i in cs) + 2 * (len(cs) - 1)
+    keep = list(range(len(cols)))
+    if width is None:
+        return cols, headers, cells
+    for name in _DROP_FIRST:
+        if total(keep) <= width:
+            break
+        if name in cols:
+            keep.remove(cols.index(name))
+    over = total(keep) - width
+    for name, least in (("unknown", 12), ("title", 20)):
+        if over > 0 and name in cols and cols.index(name) in keep:
+            i = cols.index(name)
+            now = max(_width(headers[i]), *(_width(r[i]) for r in cells))
+            cut = max(least, now - over)
+            cells = [[_clip(v, cut) if j == i else v for j, v in enumerate(r)] for r in cells]
+            over -= now - cut
+    return [cols[i] for i in keep], [headers[i] for i in keep], [[r[i] for i in keep] for r in cells]
+
+
+def terminal_width() -> int | None:
+    """The terminal's width when stdout is one, else None (a file or a pipe gets every column)."""
+    import sys
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
 _HEADERS = {"input_tokens": "input", "output_tokens": "output", "cache_read_tokens": "cache read",
@@ -184,4 +334,6 @@ def _cell(col: str, v: object) -> str:
     if isinstance(v, date):
         return v.isoformat()
     text = " ".join(str(v).split())
-    return text if len(text) <= 60 or col == "unknown" else text[:59] + "…"
+    if col == "session_id":
+        return text[:8]
+    return text if col == "unknown" else _clip(text, 60)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 
@@ -208,3 +210,52 @@ def test_usage_shows_premium_requests_and_the_legs_that_lack_them(tmp_path, caps
     assert main(["usage", "--by", "model", "--warehouse", str(wh)]) == 0
     table = capsys.readouterr().out
     assert "premium" in table.splitlines()[0]
+
+
+def test_usage_reads_like_a_usage_tool(tmp_path, capsys):
+    from pipeline.usage_report import budget, period_end, period_start, render, status_line, usage_table
+    from pipeline.warehouse import connect
+
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [real("softwaresalt-agent-engram", "copilot-home"), real("shinelu2013-myAssistant", "copilot-home")])
+    today = date(2026, 12, 2)
+    assert period_start("7d", today) == date(2026, 11, 26) and period_start("today", today) == today
+    assert period_start("this-month", today) == date(2026, 12, 1)
+    assert period_start("last-month", today) == date(2026, 11, 1) and period_end("last-month", today) == date(
+        2026, 11, 30)
+    con = connect(wh, read_only=True)
+    try:
+        months = usage_table(con, "month")
+        assert [r["month"] for r in months.rows] == sorted({r["month"] for r in months.rows})
+        assert all(re.fullmatch(r"\d{4}-\d\d", r["month"]) for r in months.rows)
+        assert all(re.fullmatch(r"\d{4}-W\d\d", r["week"]) for r in usage_table(con, "week").rows)
+        sessions = usage_table(con, "session")
+        assert sessions.columns[:4] == ["date", "session_id", "project", "title"]
+        assert "sessions" not in sessions.columns
+        assert [r["date"] for r in sessions.rows] == sorted(r["date"] for r in sessions.rows)
+        # a budget of the month the logs are from: the spend, and over or not
+        first = next(r for r in months.rows if r["cost_usd"])
+        month = date.fromisoformat(first["month"] + "-15")
+        line, over = budget(con, Decimal("0.01"), "month", month)
+        assert over and line.startswith(f"this month ({first['month']}): ${first['cost_usd']:,.2f} of $0.01")
+        assert budget(con, Decimal(10_000), "month", month)[1] is False
+        assert status_line(con, month).startswith("Copilot today $")
+        # a narrow terminal: fewer figure columns, every line within the width; CJK titles by display width
+        from pipeline.usage_report import _width
+        wide = render(sessions, "table").splitlines()
+        ends = set()
+        for r in sessions.rows:  # the USD column ends in the same terminal column on every row, CJK titles too
+            line = next(x for x in wide if x.split()[1] == r["session_id"][:8])
+            usd = f"${r['cost_usd']:,.2f}" if r["cost_usd"] is not None else "—"
+            cut = line.index("  " + usd + "  ") + 2 + len(usd) if usd != "—" else None
+            if cut:
+                ends.add(_width(line[:cut]))
+        assert len(ends) == 1 and any(re.search(r"[\u4e00-\u9fff]", r["title"] or "") for r in sessions.rows)
+        narrow = render(sessions, "table", 100)
+        assert all(len(x) <= 100 for x in narrow.splitlines()[:-1])
+        assert "cache write" not in narrow.splitlines()[0] and "USD" in narrow.splitlines()[0]
+    finally:
+        con.close()
+    assert main(["usage", "--warehouse", str(wh), "--budget", "1000000"]) == 0
+    assert capsys.readouterr().out.startswith("this month (")
+    assert main(["usage", "--warehouse", str(wh), "--since", "not-a-day"]) == 2
