@@ -57,4 +57,4 @@ sample: $(STAMP)  ## regenerate the synthetic sample corpus under data/sample/
 	$(PY) -m tools.sample data/sample
 
 clean:  ## remove generated outputs (warehouse, parquet, demo) and .venv
-	rm -rf $(VENV) data/demo data/parquet data/wiki data/warehouse.duckdb data/warehouse.duckdb.wal data/warehouse.duckdb.writer .pytest_cache
+	rm -rf $(VENV) data/demo data/parquet data/wiki data/site data/warehouse.duckdb data/warehouse.duckdb.wal data/warehouse.duckdb.writer .pytest_cache

@@ -168,6 +168,9 @@ def _parser() -> argparse.ArgumentParser:
                                    "login name)")
     pu.add_argument("--metrics-only", action="store_true",
                     help="push no prompt, answer, title, checkpoint, memory or tool text: usage and activity only")
+    pu.add_argument("--force", action="store_true",
+                    help="with --metrics-only: replace sessions this machine pushed with their text by their "
+                         "figures alone (refused without it)")
     return p
 
 
@@ -460,7 +463,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_push(args: argparse.Namespace) -> int:
     from .lake import push
     summary = push(args.warehouse or default_warehouse(), args.lake, data_path=args.data_path,
-                   machine=args.machine, user=args.user, metrics_only=args.metrics_only)
+                   machine=args.machine, user=args.user, metrics_only=args.metrics_only, force=args.force)
     if not args.quiet:
         print(summary.line(args.lake))
     return 0

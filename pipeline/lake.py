@@ -126,6 +126,10 @@ def attach(con: duckdb.DuckDBPyConnection, catalog: str, *, data_path: str | Pat
         except duckdb.Error as exc:
             # machines that attach a new lake at once race to create its catalog tables: one wins, the
             # others find them made when they try again
+            if "data_path is not set" in str(exc):
+                raise LakeError(f"the lake {describe(catalog)} does not exist yet: its first push needs "
+                                "--data-path DIR, the folder its parquet files go in (recorded in the catalog "
+                                "for every later push and report)") from exc
             if "initialize DuckLake" not in str(exc) or attempt == 10:
                 raise LakeError(f"cannot attach the lake {describe(catalog)}: {str(exc).splitlines()[0]}") from exc
             time.sleep(random.uniform(0.1, 0.3) * attempt)
@@ -208,7 +212,7 @@ def _select(table: str, metrics_only: bool) -> str:
 
 
 def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = None, machine: str | None = None,
-         user: str | None = None, metrics_only: bool = False) -> PushSummary:
+         user: str | None = None, metrics_only: bool = False, force: bool = False) -> PushSummary:
     """Copy the sessions of ``warehouse`` that are new or changed since this machine's last push into the lake."""
     started = time.perf_counter()
     summary = PushSummary(machine or default_machine(), user or default_user())
@@ -239,7 +243,7 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
             summary.n_attempts = attempt
             try:
                 with transaction(con):
-                    _push_once(con, summary, local, metrics_only, started)
+                    _push_once(con, summary, local, metrics_only, started, force)
                 break
             except duckdb.TransactionException as exc:  # another machine committed first: read again, redo
                 if attempt == RETRIES:
@@ -254,10 +258,18 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
 
 
 def _push_once(con: duckdb.DuckDBPyConnection, summary: PushSummary, local: dict[str, str],
-               metrics_only: bool, started: float) -> None:
+               metrics_only: bool, started: float, force: bool = False) -> None:
     ensure_lake_schema(con)
     known = dict(con.execute("select session_id, digest from lake.lake_sessions where machine_id = ?",
                              [summary.machine_id]).fetchall())
+    if metrics_only and not force:
+        with_text = con.execute("select count(*) from lake.lake_sessions where machine_id = ? and not metrics_only",
+                                [summary.machine_id]).fetchone()[0]
+        if with_text:
+            raise LakeError(f"{with_text:,} session{'s' if with_text != 1 else ''} of {summary.machine_id} "
+                            f"{'are' if with_text != 1 else 'is'} in the lake with their text: --metrics-only would "
+                            "replace them with their figures alone (no titles, prompts, answers). Add --force to "
+                            "do that, or push without --metrics-only")
     new = sorted(s for s in local if s not in known)
     changed = sorted(s for s in local if s in known and known[s] != local[s])
     summary.n_sessions_new, summary.n_sessions_changed = len(new), len(changed)

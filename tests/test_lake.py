@@ -362,3 +362,32 @@ def test_a_warehouse_written_by_a_newer_duckdb_says_what_to_do(tmp_path, monkeyp
     assert main(["query", "select 1", "--warehouse", str(wh)]) == 2
     err = capsys.readouterr().err
     assert "written by a newer DuckDB" in err and "move it aside and run `ingest`" in err
+
+
+def test_the_first_push_names_data_path_and_metrics_only_never_strips_text_silently(tmp_path, capsys):
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [SAMPLE_HOME])
+    catalog = str(tmp_path / "lake.sqlite")
+    assert main(["push", "--lake", catalog, "--warehouse", str(wh), "--machine", "m1"]) == 2
+    err = capsys.readouterr().err
+    assert "its first push needs --data-path DIR" in err and "DATA_PATH" not in err
+    data = str(tmp_path / "data")
+    assert main(["push", "--lake", catalog, "--data-path", data, "--warehouse", str(wh), "--machine", "m1"]) == 0
+    titled = rows_of(wh, "select count(title) from dim_sessions")[0][0]
+    # a metrics-only push over sessions pushed with their text: refused, the lake keeps every title
+    assert main(["push", "--lake", catalog, "--warehouse", str(wh), "--machine", "m1", "--metrics-only"]) == 2
+    assert "in the lake with their text" in capsys.readouterr().err
+    con = duckdb.connect(config=extensions.config())
+    try:
+        lake.attach(con, catalog, read_only=True)
+        assert con.execute("select count(title) from lake.dim_sessions").fetchone()[0] == titled > 0
+    finally:
+        con.close()
+    assert main(["push", "--lake", catalog, "--warehouse", str(wh), "--machine", "m1", "--metrics-only",
+                 "--force"]) == 0
+    con = duckdb.connect(config=extensions.config())
+    try:
+        lake.attach(con, catalog, read_only=True)
+        assert con.execute("select count(title) from lake.dim_sessions").fetchone()[0] == 0
+    finally:
+        con.close()
