@@ -85,7 +85,10 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument("--no-redact", action="store_true",
                      help="keep secrets in the text (only for a private warehouse; off by default)")
 
-    rep = sub.add_parser("report", help="export parquet for BI tools and write the markdown wiki")
+    rep = sub.add_parser("report", help="write the HTML site (site/index.html), the markdown wiki and parquet "
+                                        "for BI tools",
+                         description="Writes OUT/site/ (a static HTML site: open site/index.html, or `serve` it), "
+                                     "OUT/wiki/ (markdown) and OUT/parquet/ (every table, for BI tools).")
     rep.add_argument("--warehouse", default=None, help=f"DuckDB file (default {DEFAULT_WAREHOUSE}; with --lake: "
                                                        "the local copy of the lake, default in ~/.cache)")
     _lake_argument(rep)
@@ -95,7 +98,8 @@ def _parser() -> argparse.ArgumentParser:
                                                           "did not write (without it they are left alone and named)")
 
     demo = sub.add_parser("demo", help="ingest + report on the bundled sample corpus into data/demo/")
-    demo.add_argument("--out", default=REPO_ROOT / "data" / "demo", type=Path)
+    demo.add_argument("--out", default=REPO_ROOT / "data" / "demo", type=Path,
+                      help="where the demo's warehouse, site, wiki and parquet go (default data/demo/)")
 
     se = sub.add_parser("search", help="BM25 full-text search over prompts, answers, checkpoints and memories")
     se.add_argument("words")
@@ -116,12 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     mo.add_argument("--warehouse", default=None)
 
     us = sub.add_parser("usage", help="requests, tokens, premium requests, AI credits and dollars by day, week, "
-                                      "month, session, model or project",
-                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                        epilog="examples:\n  python -m pipeline usage --by month --since last-month\n"
-                               "  python -m pipeline usage --by session --since 7d\n"
-                               "  python -m pipeline usage --budget 20 --by month   # exit 1 when over\n"
-                               "  python -m pipeline usage --status                 # one line for a status bar")
+                                      "month, session, model or project")
     us.add_argument("--by", choices=["day", "week", "month", "session", "model", "project"], default=None,
                     help="what a row is (default day; with --budget, month)")
     us.add_argument("--since", metavar="WHEN", help="first UTC day to count: YYYY-MM-DD, today, yesterday, 7d, "
@@ -171,7 +170,48 @@ def _parser() -> argparse.ArgumentParser:
     pu.add_argument("--force", action="store_true",
                     help="with --metrics-only: replace sessions this machine pushed with their text by their "
                          "figures alone (refused without it)")
+    _finish(p, sub)
     return p
+
+
+# what `--help` of each verb ends with: a line or two to copy
+EXAMPLES = {
+    "sources": ["python -m pipeline sources", "python -m pipeline sources --copilot-home ~/.copilot --format json"],
+    "ingest": ["python -m pipeline ingest", "python -m pipeline ingest --copilot-home ~/.copilot "
+               "--vscode-user ~/.config/Code/User"],
+    "report": ["python -m pipeline report   # then open data/site/index.html",
+               "python -m pipeline report --lake team.sqlite --out team/"],
+    "demo": ["python -m pipeline demo"],
+    "search": ["python -m pipeline search 'refresh token' --limit 5"],
+    "mcp": ["python -m pipeline mcp --warehouse ~/copilot/data/warehouse.duckdb   # started by an agent"],
+    "models": ["python -m pipeline models"],
+    "usage": ["python -m pipeline usage --by month --since last-month",
+              "python -m pipeline usage --by session --since 7d",
+              "python -m pipeline usage --budget 20 --by month   # exit 1 when over",
+              "python -m pipeline usage --status                 # one line for a status bar"],
+    "query": ["python -m pipeline query \"select title, n_turns from dim_sessions order by started_at desc limit 5\"",
+              "python -m pipeline query --format csv \"select * from fct_usage\" > usage.csv"],
+    "serve": ["python -m pipeline serve   # then open http://127.0.0.1:8000/"],
+    "push": ["python -m pipeline push --lake team.sqlite --data-path /shared/lake   # the first push",
+             "python -m pipeline push --lake team.sqlite --metrics-only"],
+}
+# help of the options several verbs share, where a verb gives none of its own
+_SHARED_HELP = {
+    "--warehouse": f"the warehouse, a DuckDB file (default $COPILOT_WAREHOUSE, else {DEFAULT_WAREHOUSE})",
+    "--format": "how to print the rows: table (default), csv, json or markdown",
+    "--out": "the output folder",
+}
+
+
+def _finish(p: argparse.ArgumentParser, sub: argparse._SubParsersAction) -> None:
+    """Every option of every verb with its help, and each verb's --help ending with examples."""
+    for name, parser in sub.choices.items():
+        for action in parser._actions:
+            if action.help is None and action.option_strings:
+                action.help = _SHARED_HELP.get(action.option_strings[-1], "")
+        if name in EXAMPLES:
+            parser.formatter_class = argparse.RawDescriptionHelpFormatter
+            parser.epilog = "examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES[name])
 
 
 def _lake_argument(parser: argparse.ArgumentParser) -> None:

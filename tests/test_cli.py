@@ -188,3 +188,18 @@ def test_warnings_read_like_the_cli_and_one_reject_is_one_record(tmp_path):
     r = run("-v", "ingest", "--copilot-home", str(home), "--warehouse", str(wh),
             env={"COPILOT_WAREHOUSE_RESULT_CHARS": "100"})
     assert "WARNING pipeline.ingest: fct_tool_calls now holds" in r.stderr
+
+
+def test_every_option_has_help_and_every_verb_an_example(capsys):
+    from pipeline.cli import _parser
+    sub = next(a for a in _parser()._actions if isinstance(a, __import__("argparse")._SubParsersAction))
+    for name, parser in sub.choices.items():
+        bare = [a.option_strings for a in parser._actions if a.option_strings and not (a.help or "").strip()]
+        assert bare == [], (name, bare)
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        text = capsys.readouterr().out
+        assert "examples:\n  python -m pipeline " + name in text, name
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    assert "site/index.html" in capsys.readouterr().out
