@@ -38,6 +38,7 @@ from .warehouse import (
     ensure_schema,
     fill_kept_rows,
     format_version,
+    key_table,
     result_chars,
     set_meta,
     stored_result_chars,
@@ -210,6 +211,12 @@ def _build(run: _Run) -> None:
     """The star rows of the sessions that changed, then the SQL models and the checks."""
     run.tell(0, 0, "star schema")
     star.rebuild(run.con, sorted(run.affected), run.folder / "star", run.root_repos, run.chars)
+    if run.affected:  # ids no session answers to: an empty chat, a file that names none (said in the summary)
+        kept = key_table(run.con, "_rebuilt", sorted(run.affected))
+        run.summary.n_sessions_changed = run.con.execute(
+            f"select count(*) from dim_sessions where session_id in {kept}").fetchone()[0]
+        run.summary.n_not_sessions = len(run.affected) - run.summary.n_sessions_changed
+        run.con.execute('drop table "_rebuilt"')
     run.phase("star")
     if not (run.affected or run.new_models):
         return

@@ -30,6 +30,7 @@ class RunSummary:
     n_pending_tails: int = 0
     n_redactions: int = 0
     n_sessions_changed: int = 0
+    n_not_sessions: int = 0  # ids rebuilt that are no session (an empty VS Code chat, a file naming none)
     n_checks_run: int = 0
     redactions: dict = field(default_factory=dict)
     unknown_kinds: dict = field(default_factory=dict)
@@ -51,7 +52,10 @@ class RunSummary:
             return f"{k:,} {word if k == 1 else word + 's'}"
         return (f"ingest {self.mode}: read {n(self.n_files_read, 'file')} ({self.n_files_unchanged:,} unchanged), "
                 f"{n(self.n_records, 'record')}, {self.n_rejects:,} rejected, {n(self.n_redactions, 'secret')} "
-                f"redacted, {n(self.n_sessions_changed, 'session')} rebuilt in {self.seconds:.1f}s\n"
+                f"redacted, {n(self.n_sessions_changed, 'session')} rebuilt"
+                + (f", {self.n_not_sessions:,} {'id' if self.n_not_sessions == 1 else 'ids'} that "
+                   f"{'is' if self.n_not_sessions == 1 else 'are'} no session (empty chats) left out"
+                   if self.n_not_sessions else "") + f" in {self.seconds:.1f}s\n"
                 f"  warehouse now: {n(t.get('dim_sessions', 0), 'session')}, {n(t.get('fct_turns', 0), 'prompt')}, "
                 f"{n(t.get('fct_tool_calls', 0), 'tool call')}, {n(t.get('fct_checkpoints', 0), 'checkpoint')}")
 

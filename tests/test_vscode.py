@@ -247,3 +247,27 @@ def test_models_statuses_and_titles_of_chat_requests():
     assert request_status({"response": [{"value": "an answer"}]}) == ("ok", None, None)
     assert chat_title("Sure, please provide the request for which you need a title.") is None
     assert chat_title("Fix the build") == "Fix the build"
+
+
+def test_an_empty_chat_is_no_session_and_the_summary_says_why_it_is_not_counted(tmp_path):
+    from pipeline.cli import main as cli
+    user = tmp_path / "User"
+    chats = user / "workspaceStorage" / "h" / "chatSessions"
+    chats.mkdir(parents=True)
+    (chats / "empty.json").write_text(json.dumps({"version": 3, "sessionId": "empty", "requests": []}))
+    (chats / "s1.json").write_text(json.dumps({"version": 3, "sessionId": "s1", "creationDate": 1000, "requests": [
+        {"requestId": "r", "timestamp": 1000, "message": {"text": "hi"}, "response": [{"value": "hello"}]}]}))
+    (chats / "stub.jsonl").write_text(json.dumps({"kind": 0, "v": {"sessionId": "stub", "requests": []}}) + "\n")
+    transcripts = user / "workspaceStorage" / "h" / "GitHub.copilot-chat" / "transcripts"
+    transcripts.mkdir(parents=True)
+    (transcripts / "t-only.jsonl").write_text(json.dumps({"type": "session.start", "data": {"sessionId": "t-only"},
+                                                          "id": "a", "timestamp": "2026-01-01T00:00:00Z"}) + "\n")
+    wh = tmp_path / "w.duckdb"
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli(["ingest", "--vscode-user", str(user), "--warehouse", str(wh)]) == 0
+    assert rows(wh, "select session_id from dim_sessions") == [("s1",)]
+    assert "1 session rebuilt, 3 ids that are no session (empty chats) left out" in out.getvalue()
+    assert "warehouse now: 1 session," in out.getvalue()
