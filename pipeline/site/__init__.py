@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from ..wiki import pages as wiki_pages
 from ..wiki import queries as wiki_queries
 from ..wiki.markdown import (
+    fmt_cost,
     fmt_credits,
     fmt_duration,
     fmt_ms,
@@ -44,7 +45,7 @@ def _env() -> Environment:
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(ts=fmt_ts, num=fmt_num, credits=fmt_credits, usd=fmt_usd, duration=fmt_duration, ms=fmt_ms,
                        md=markdown, page=page_name)
-    env.globals.update(plural=plural, premium=fmt_premium, unknown_note=wiki_pages.unknown_note,
+    env.globals.update(plural=plural, premium=fmt_premium, cost=fmt_cost, unknown_note=wiki_pages.unknown_note,
                        USAGE_NOTE=wiki_pages.USAGE_NOTE)
     return env
 

@@ -10,6 +10,7 @@ from .markdown import (
     cell,
     code,
     fenced,
+    fmt_cost,
     fmt_credits,
     fmt_duration,
     fmt_ms,
@@ -122,11 +123,36 @@ def _months_table(data: WikiData, prefix: str) -> str:
 
 def _sessions_table(data: WikiData, sessions: list[dict], prefix: str) -> str:
     return table(["started (UTC)", "session", "project", "prompts", "tool calls", "failed", "errors", "active",
-                  "client"],
+                  "cost", "client"],
                  [[fmt_ts(s["started_at"]), _session_link(s, prefix), _project_link(data, s["project_id"], prefix),
                    fmt_num(s["n_turns"]), fmt_num(s["n_tool_calls"]), fmt_num(s["n_failed_tool_calls"]),
-                   fmt_num(s["n_errors"]) if s["n_errors"] else "", fmt_duration(s["active_s"]), cell(s["client"])]
+                   fmt_num(s["n_errors"]) if s["n_errors"] else "", fmt_duration(s["active_s"]),
+                   fmt_cost(s["cost_usd"], s["n_legs_unknown_cost"]), cell(s["client"])]
                   for s in sessions])
+
+
+def cost_section(money: dict) -> list[str]:
+    """The overview's first section: the latest two months with usage (cost, AI credits, premium requests, top
+    project and model) and the cost of every month, newest first."""
+    if not money.get("latest"):
+        return []
+    out = ["## Cost\n"]
+    for i, m in enumerate(money["latest"]):
+        top = [f"top {k} {cell(v['name'])}" + (f" ({fmt_usd(v['cost_usd'])})" if v["cost_usd"] is not None else "")
+               for k, v in m["top"].items() if v]
+        out.append(f"- **{m['month']}**{' (latest month)' if i == 0 else ''}: "
+                   f"**{fmt_cost(m['cost_usd'], m['n_legs_unknown_cost']) or '$0.00'}**"
+                   + (f", {fmt_credits(m['ai_credits'])} AI credits" if m["ai_credits"] is not None else "")
+                   + (f", {fmt_credits(m['premium_requests'])} premium requests" if m["premium_requests"] is not None
+                      else "") + (f"; {', '.join(top)}" if top else ""))
+    out.append("")
+    out.append(table(["month", "USD", "AI credits", "premium requests"],
+                     [[m["month"], fmt_cost(m["cost_usd"], m["n_legs_unknown_cost"]), fmt_credits(m["ai_credits"]),
+                       fmt_credits(m["premium_requests"])] for m in reversed(money["months"])]) + "\n")
+    out.append("Known costs: logged by Copilot, or estimated from the price table where it logged none; "
+               "\"+ n legs unknown\" are legs neither tells. Before June 2026 Copilot billed premium requests: those "
+               "are what was billed, the dollars what the same use costs at today's rates.\n")
+    return out
 
 
 def index_page(data: WikiData, top_topic: dict[str, str]) -> str:
@@ -140,6 +166,7 @@ def index_page(data: WikiData, top_topic: dict[str, str]) -> str:
              f"{fmt_ts(totals['first_at'])} to {fmt_ts(totals['last_at'])} (UTC): "
              f"{plural(totals['n_turns'], 'prompt')}, {plural(totals['n_calls'], 'tool call')} "
              f"({fmt_num(totals['n_failed'] or 0)} failed); model usage and cost below.\n",
+             *cost_section(data.money),
              "![Activity per week](charts/activity.svg)\n",
              "## Pages\n",
              "- [Files](files.md): the most important files of each project and the files that change together",
@@ -357,11 +384,12 @@ def _session_head(data: WikiData, s: dict) -> list[str]:
                            [[cell(u["model"]), fmt_num(u["requests"]), fmt_num(u["input_tokens"]),
                              fmt_num(u["output_tokens"]), fmt_num(u["cache_read_tokens"]),
                              fmt_premium(u["premium_known"], u["n_legs_unknown_premium"]),
-                             fmt_credits(u["ai_credits"]), fmt_usd(u["cost_usd"]), cell(u["cost_source"]),
+                             fmt_cost(u["credits_known"], u["n_legs_unknown_cost"], money=False),
+                             fmt_cost(u["usd_known"], u["n_legs_unknown_cost"]), cell(u["cost_source"]),
                              cell(u["usage_source"])] for u in usage]) + "\n")
         parts.append("An empty figure is one no source records (a leg without a shutdown has no input tokens); "
-                     "premium requests marked ≥ leave out legs that do not record them. Per leg: "
-                     "`fct_usage_legs`.\n")
+                     "premium requests marked ≥ leave out legs that do not record them; a cost \"+ n legs "
+                     "unknown\" is the sum of the legs whose cost is known. Per leg: `fct_usage_legs`.\n")
     if checkpoints:
         parts.append("## Checkpoints\n")
         for c in checkpoints:

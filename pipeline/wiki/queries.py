@@ -52,12 +52,16 @@ SESSION_PARTS = {
     "session_files": "select * from report_session_files where {where} order by session_id, first_seen_at, path",
     "refs": "select * from fct_refs where {where} order by session_id, ref_type, ref_value",
     "tool_calls": _TOOL_CALLS,
-    # with the premium requests its legs know (fct_usage holds them only when every leg does)
+    # with the premium requests and cost its legs know (fct_usage holds a figure only when every leg does)
     "session_usage": """with u as (select * from fct_usage where {where}),
         l as (select session_id, model, sum(premium_requests) as premium_known,
-                     count(*) filter (where premium_requests is null and requests > 0) as n_legs_unknown_premium
+                     count(*) filter (where premium_requests is null and requests > 0) as n_legs_unknown_premium,
+                     sum(ai_credits) as credits_known, sum(cost_usd) as usd_known,
+                     count(*) filter (where cost_source = 'unknown') as n_legs_unknown_cost
               from fct_usage_legs semi join u using (session_id, model) group by session_id, model)
-        select u.*, l.premium_known, l.n_legs_unknown_premium from u left join l using (session_id, model)
+        select u.*, l.premium_known, l.n_legs_unknown_premium, l.credits_known, l.usd_known,
+               coalesce(l.n_legs_unknown_cost, 0) as n_legs_unknown_cost
+        from u left join l using (session_id, model)
         order by session_id, model""",
     "memories": "select * from fct_memories where session_id is not null and {where} order by session_id, kind, path",
 }
@@ -94,6 +98,7 @@ class WikiData:
     tools: list[dict]  # calls per tool (the 15 most used)
     people: list[dict]  # report_people: more than one row only in team mode
     people_weeks: dict[str, list[dict]]  # by person: report_people_usage_weekly summed over models
+    money: dict = field(default_factory=dict)  # months (cost per month), and the latest months' top project, model
     project_slug: dict[str, str] = field(default_factory=dict)
     project_name: dict[str, str] = field(default_factory=dict)
 
@@ -195,6 +200,30 @@ def with_page(con: duckdb.DuckDBPyConnection, data: WikiData, session_id: str, f
                                         for part in PAGED_PARTS})
 
 
+def money(con: duckdb.DuckDBPyConnection) -> dict:
+    """What the overview leads with: the cost of every month (known sums, and how many legs they leave out),
+    and of the latest two months with usage their top project and model. "Latest" is the warehouse's, not
+    the clock's: the same warehouse gives the same pages."""
+    months = _rows(con, """
+        select strftime(month, '%Y-%m') as month, sum(ai_credits) as ai_credits, sum(cost_usd) as cost_usd,
+               sum(premium_requests) as premium_requests, sum(requests) as requests,
+               sum(n_legs_unknown_cost) as n_legs_unknown_cost, sum(n_legs_estimated_cost) as n_legs_estimated_cost
+        from report_usage_monthly group by 1 order by 1""")
+    out: dict = {"months": months, "latest": []}
+    for m in months[-2:][::-1]:
+        top = {}
+        for key, sql in (("project", "select p.name, sum(r.cost_usd) as usd, sum(r.requests) as n "
+                                     "from report_usage_monthly as r join dim_projects as p using (project_id)"),
+                         ("model", "select r.model, sum(r.cost_usd) as usd, sum(r.requests) as n "
+                                   "from report_usage_monthly as r")):
+            # the most expensive; where no cost is known, the most used
+            row = con.execute(f"""{sql} where strftime(r.month, '%Y-%m') = ? group by 1
+                                  order by usd desc nulls last, n desc, 1 limit 1""", [m["month"]]).fetchone()
+            top[key] = {"name": row[0], "cost_usd": row[1]} if row else None
+        out["latest"].append({**m, "top": top})
+    return out
+
+
 def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
     """Everything the pages show; without what only the session pages show when ``sessions`` is False
     (``report`` reads that a few hundred sessions at a time: ``with_sessions``)."""
@@ -204,10 +233,15 @@ def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
     return WikiData(
         projects=projects,
         sessions=_rows(con, """
-            select session_id, project_id, title, summary, client, sources, cwd, repository, branch, copilot_version,
-                   started_at, ended_at, duration_s, active_s, n_turns, n_tool_calls, n_failed_tool_calls, models,
-                   is_gone, n_errors, error_message
-            from dim_sessions order by started_at desc nulls last, session_id"""),
+            select s.session_id, s.project_id, s.title, s.summary, s.client, s.sources, s.cwd, s.repository, s.branch,
+                   s.copilot_version, s.started_at, s.ended_at, s.duration_s, s.active_s, s.n_turns, s.n_tool_calls,
+                   s.n_failed_tool_calls, s.models, s.is_gone, s.n_errors, s.error_message,
+                   c.cost_usd, c.premium_requests, coalesce(c.n_legs_unknown_cost, 0) as n_legs_unknown_cost
+            from dim_sessions as s left join (
+                select session_id, sum(cost_usd) as cost_usd, sum(premium_requests) as premium_requests,
+                       count(*) filter (where cost_source = 'unknown') as n_legs_unknown_cost
+                from int_usage_legs group by session_id) as c using (session_id)
+            order by s.started_at desc nulls last, s.session_id"""),
         totals=_rows(con, """
             select count(*) as n_sessions, sum(n_turns) as n_turns, sum(n_tool_calls) as n_calls,
                    sum(n_failed_tool_calls) as n_failed, min(started_at) as first_at, max(ended_at) as last_at
@@ -236,4 +270,5 @@ def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
             select user_name, week, sum(requests) as requests, sum(output_tokens) as output_tokens,
                    sum(ai_credits) as ai_credits, sum(cost_usd) as cost_usd
             from report_people_usage_weekly group by user_name, week order by user_name, week"""),
+        money=money(con),
     )
