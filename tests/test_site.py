@@ -139,8 +139,8 @@ def test_the_site_has_every_page_and_no_network(site):
     root = site / "site"
     sessions = list((root / "sessions").glob("*.html"))
     assert (root / "index.html").is_file() and (root / "search.html").is_file() and len(sessions) == 14
-    for name in ("files.html", "topics.html", "usage.html", "runs.html", "static/site.css", "search-index.js",
-                 "charts/activity.svg"):
+    for name in ("files.html", "topics.html", "usage.html", "runs.html", "sessions.html", "failures.html",
+                 "static/site.css", "static/sessions.js", "search-index.js", "charts/activity.svg"):
         assert (root / name).is_file(), name
     assert list((root / "months").glob("*.html")) and list((root / "projects").glob("*.html"))
     for page in root.rglob("*.html"):
@@ -352,3 +352,38 @@ def test_the_overview_leads_with_cost_at_any_width_and_in_the_dark(demo, tmp_pat
             assert light == "rgb(255, 255, 255)"
         finally:
             browser.close()
+
+
+def test_the_sessions_page_sorts_and_filters_and_failures_are_a_click_away(demo, page):
+    wh = demo / "warehouse.duckdb"
+    n_all, n_prompted = rows(wh, "select count(*), count(*) filter (where n_turns > 0) from dim_sessions")[0]
+    page.goto((demo / "site" / "index.html").resolve().as_uri())
+    page.click(".cards a.card.bad")  # the red "failed" card
+    assert page.url.endswith("/failures.html")
+    n_failed = rows(wh, "select count(*) from fct_tool_calls where not is_success")[0][0]
+    assert page.locator("h2#tool-calls").inner_text() == f"Tool calls: {n_failed}"
+    assert "pytest tests/test_token_refresh.py" in page.locator("main").inner_text()
+    page.click("header.top >> text=Sessions")
+    assert page.url.endswith("/sessions.html")
+    visible = page.locator("#all-sessions tbody tr:not([hidden])")
+    assert page.locator("#all-sessions tbody tr").count() == n_all and visible.count() == n_prompted
+    page.check("input[name=empty]")  # sessions without a prompt, hidden by default
+    assert visible.count() == n_all
+    page.uncheck("input[name=empty]")
+    page.select_option("select[name=project]", "webapp")
+    n_webapp = rows(wh, "select count(*) from dim_sessions join dim_projects using (project_id) "
+                        "where name = 'webapp' and n_turns > 0")[0][0]
+    assert 0 < visible.count() == n_webapp < n_prompted
+    assert all(t == "webapp" for t in visible.locator("td:nth-child(3)").all_inner_texts())
+    page.select_option("select[name=project]", "")
+    page.check("input[name=failed]")
+    assert visible.count() == rows(wh, "select count(*) from dim_sessions where n_turns > 0 and "
+                                       "n_failed_tool_calls + n_errors > 0")[0][0]
+    page.uncheck("input[name=failed]")
+    page.click("th[data-sort=prompts]")  # most prompts first
+    counts = [int(x) for x in visible.locator("td:nth-child(4)").all_inner_texts()]
+    assert counts == sorted(counts, reverse=True)
+    page.click("th[data-sort=prompts]")
+    counts = [int(x) for x in visible.locator("td:nth-child(4)").all_inner_texts()]
+    assert counts == sorted(counts)
+    assert not page.errors

@@ -37,7 +37,7 @@ from .render import markdown
 HERE = Path(__file__).parent
 ANSWER_MAX = 20_000  # characters of an answer shown on a session page (the warehouse has all of it)
 SNIPPET = 240  # characters of a search result's text
-STATIC = ("site.css", "search.js")
+STATIC = ("site.css", "search.js", "sessions.js")
 
 
 def _env() -> Environment:
@@ -220,6 +220,13 @@ def build_site(data: WikiData, svgs: dict[str, str], index_js: str, with_session
         for i in range(len(pages)):
             render("month.html", wiki_pages.month_file(m, i, "html"), month=m, page=i, pages=pages,
                    n=sum(len(p) for p in pages))
+    names = {x["project_id"]: data.project_name.get(x["project_id"], x["project_id"]) for x in data.sessions}
+    render("sessions.html", "sessions.html", n_empty=sum(1 for x in data.sessions if not x["n_turns"]),
+           projects=sorted(set(names.values())), clients=sorted({x["client"] for x in data.sessions}),
+           month_names=sorted({x["started_at"].strftime("%Y-%m") for x in data.sessions if x["started_at"]},
+                              reverse=True),
+           models=sorted({m for x in data.sessions for m in (x["models"] or [])}))
+    render("failures.html", "failures.html", failures=data.failures)
     render("files.html", "files.html")
     render("topics.html", "topics.html", charted=charted)
     render("usage.html", "usage.html")

@@ -99,6 +99,7 @@ class WikiData:
     people: list[dict]  # report_people: more than one row only in team mode
     people_weeks: dict[str, list[dict]]  # by person: report_people_usage_weekly summed over models
     money: dict = field(default_factory=dict)  # months (cost per month), and the latest months' top project, model
+    failures: dict = field(default_factory=dict)  # prompts that errored or were cancelled, failed tool calls
     project_slug: dict[str, str] = field(default_factory=dict)
     project_name: dict[str, str] = field(default_factory=dict)
 
@@ -224,6 +225,30 @@ def money(con: duckdb.DuckDBPyConnection) -> dict:
     return out
 
 
+FAILURES_LIMIT = 500
+
+
+def failures(con: duckdb.DuckDBPyConnection) -> dict:
+    """The Failures page: prompts whose status is error or cancelled, and failed tool calls, newest first (the
+    latest FAILURES_LIMIT of each)."""
+    prompts = _rows(con, f"""
+        select t.session_id, s.title, t.turn_index, t.started_at, left(t.user_message, 400) as user_message,
+               t.status, t.error_code, left(t.error_message, 600) as error_message
+        from fct_turns as t join dim_sessions as s using (session_id)
+        where t.status in ('error', 'cancelled')
+        order by t.started_at desc nulls last, t.session_id, t.turn_index limit {FAILURES_LIMIT + 1}""")
+    target = "coalesce(" + ", ".join(f"c.arguments->>'{k}'" for k in TARGET_KEYS) + ")"
+    calls = _rows(con, f"""
+        select c.session_id, s.title, c.tool_name, coalesce(c.started_at, c.requested_at) as called_at,
+               left(c.error_message, 600) as error_message,
+               left(case when json_valid(c.arguments) then {target} end, 300) as target
+        from fct_tool_calls as c join dim_sessions as s using (session_id)
+        where c.is_success = false
+        order by called_at desc nulls last, c.session_id, c.tool_call_id limit {FAILURES_LIMIT + 1}""")
+    return {"prompts": prompts[:FAILURES_LIMIT], "calls": calls[:FAILURES_LIMIT], "limit": FAILURES_LIMIT,
+            "cut": len(prompts) > FAILURES_LIMIT or len(calls) > FAILURES_LIMIT}
+
+
 def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
     """Everything the pages show; without what only the session pages show when ``sessions`` is False
     (``report`` reads that a few hundred sessions at a time: ``with_sessions``)."""
@@ -271,4 +296,5 @@ def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
                    sum(ai_credits) as ai_credits, sum(cost_usd) as cost_usd
             from report_people_usage_weekly group by user_name, week order by user_name, week"""),
         money=money(con),
+        failures=failures(con),
     )
