@@ -387,3 +387,24 @@ def test_the_sessions_page_sorts_and_filters_and_failures_are_a_click_away(demo,
     counts = [int(x) for x in visible.locator("td:nth-child(4)").all_inner_texts()]
     assert counts == sorted(counts)
     assert not page.errors
+
+
+def test_a_long_pasted_prompt_is_collapsed_and_a_short_one_is_not(tmp_path):
+    sid = "0a0a0a0a-1111-2222-3333-444444444444"
+    folder = tmp_path / "home" / "session-state" / sid
+    folder.mkdir(parents=True)
+    pasted = "please look at this log:\n" + "\n".join(f"line {i} of a pasted stack trace" for i in range(60))
+    events = [{"type": "session.start", "data": {"sessionId": sid, "context": {"cwd": "/w"}}, "id": "e0",
+               "timestamp": "2026-09-01T09:00:00Z"},
+              {"type": "user.message", "data": {"content": pasted}, "id": "e1", "timestamp": "2026-09-01T09:00:01Z"},
+              {"type": "assistant.message", "data": {"content": "ok"}, "id": "e2", "timestamp": "2026-09-01T09:00:02Z"},
+              {"type": "user.message", "data": {"content": "thanks"}, "id": "e3", "timestamp": "2026-09-01T09:01:00Z"}]
+    (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    wh, out = tmp_path / "w.duckdb", tmp_path / "out"
+    ingest(wh, [tmp_path / "home"])
+    assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet"]) == 0
+    html = (out / "site" / "sessions" / f"{sid}.html").read_text()
+    long = re.search(r'<details class="user long"><summary>(.*?)</summary><pre>(.*?)</pre></details>', html, re.S)
+    assert long and "61 lines" in long.group(1) and "please look at this log:" in long.group(1)
+    assert "line 59 of a pasted stack trace" in long.group(2)  # all of it, one click away
+    assert '<div class="user"><pre>thanks</pre></div>' in html
