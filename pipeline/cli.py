@@ -494,9 +494,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not (out / "site" / "index.html").is_file():
         _report(warehouse, out, args.quiet)
     if not args.quiet:
-        print(f"serving {out / 'site'} at http://{args.host}:{args.port}/ (live search over {warehouse}); "
-              "Ctrl-C stops")
-    serve(out / "site", warehouse, host=args.host, port=args.port, allow_hosts=args.allow_host, sock=sock)
+        print(f"serving {out / 'site'} at http://{args.host}:{args.port}/ (live search over {warehouse}; the "
+              "pages are rebuilt when an ingest changes it); Ctrl-C stops")
+    serve(out / "site", warehouse, host=args.host, port=args.port, allow_hosts=args.allow_host, sock=sock, out=out)
     return 0
 
 

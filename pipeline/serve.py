@@ -6,6 +6,10 @@ first when it is served over HTTP. The warehouse is opened read-only for each se
 so an ``ingest`` can run while the site is served (a search during the ingest is answered 503, and the
 page searches its prebuilt index). Starlette and uvicorn: a small, well-kept ASGI pair.
 
+The pages follow the warehouse: when an ingest has changed it since the pages were written, a page
+request starts the report again on a thread of its own (``Refresher``; the pages it replaces are served
+meanwhile), so a user who keeps ``serve`` open sees what each new ingest brought.
+
 Only requests naming this server answer: a ``Host:`` header other than the address it was started on,
 ``localhost``, ``127.0.0.1`` or ``[::1]`` (or a name given with ``--allow-host``) gets 421 - a web page
 that rebinds its own DNS name to 127.0.0.1 cannot read the history through the visitor's browser.
@@ -16,6 +20,9 @@ from __future__ import annotations
 import errno
 import logging
 import socket
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -28,7 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import ServeError
 from .site import doc_url
-from .warehouse import WarehouseError, connect
+from .warehouse import WarehouseBusy, WarehouseError, connect, may_read
 from .wiki.markdown import fmt_ts
 from .wiki.queries import page_plans
 
@@ -61,6 +68,73 @@ def search(warehouse: str | Path, q: str, k: int = 50) -> list[dict]:
 
 
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
+CHECK_S = 2.0  # a page request looks at the warehouse at most this often
+
+
+def _signature(warehouse: Path) -> tuple | None:
+    """What tells a changed warehouse from an unchanged one without opening it: its file's and its WAL's size
+    and modification time (an ingest's commit changes them)."""
+    out = []
+    for path in (warehouse, warehouse.with_name(warehouse.name + ".wal")):
+        try:
+            st = path.stat()
+            out.append((st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out) if out[0] is not None else None
+
+
+class Refresher:
+    """The pages rebuilt when the warehouse changed: a page request looks at its signature (at most every
+    CHECK_S seconds); when it changed and no ingest is writing, ``rebuild`` runs on a thread of its own,
+    one at a time. Pages older than the warehouse when serving starts are rebuilt on the first request."""
+
+    def __init__(self, warehouse: str | Path, rebuild: Callable[[], None], site_dir: str | Path) -> None:
+        self.warehouse, self.rebuild = Path(warehouse), rebuild
+        index = Path(site_dir) / "index.html"
+        current = _signature(self.warehouse)
+        stale = current is not None and (not index.exists() or index.stat().st_mtime_ns < current[0][1])
+        self.built_from = None if stale else current
+        self.checked = 0.0
+        self.running = threading.Lock()
+        self.n_rebuilds = 0
+
+    def poke(self) -> None:
+        now = time.monotonic()
+        if now - self.checked < CHECK_S or self.running.locked():
+            return
+        self.checked = now
+        current = _signature(self.warehouse)
+        if current is None or current == self.built_from:
+            return
+        try:
+            may_read(self.warehouse)
+        except WarehouseBusy:
+            return  # an ingest is writing: the next request after it looks again
+        if self.running.acquire(blocking=False):
+            threading.Thread(target=self._run, args=(current,), name="pages-rebuild", daemon=True).start()
+
+    def _run(self, current: tuple) -> None:
+        try:
+            self.rebuild()
+            self.built_from, self.n_rebuilds = current, self.n_rebuilds + 1
+            log.info("pages rebuilt: the warehouse changed")
+        except Exception as exc:  # noqa: BLE001 - a failed rebuild keeps the old pages; the next change tries again
+            log.warning("could not rebuild the pages after the warehouse changed: %s", " ".join(str(exc).split()))
+        finally:
+            self.running.release()
+
+
+class PageRefresh:
+    """ASGI middleware: each request for a page (not the API) lets the ``Refresher`` look at the warehouse."""
+
+    def __init__(self, app: ASGIApp, refresher: Refresher | None) -> None:
+        self.app, self.refresher = app, refresher
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.refresher is not None and scope["type"] == "http" and not scope.get("path", "").startswith("/api/"):
+            self.refresher.poke()
+        await self.app(scope, receive, send)
 
 
 def _host_name(header: str) -> str:
@@ -100,7 +174,8 @@ def allowed_hosts(host: str, extra: list[str] | tuple[str, ...] = ()) -> set[str
     return names | set(LOCAL_NAMES)
 
 
-def app(site_dir: str | Path, warehouse: str | Path, hosts: set[str] | None = None) -> Starlette:
+def app(site_dir: str | Path, warehouse: str | Path, hosts: set[str] | None = None,
+        refresher: Refresher | None = None) -> Starlette:
     async def api_search(request: Request) -> JSONResponse:
         q = request.query_params.get("q", "").strip()
         try:
@@ -120,7 +195,8 @@ def app(site_dir: str | Path, warehouse: str | Path, hosts: set[str] | None = No
 
     return Starlette(routes=[Route("/api/search", api_search),
                              Mount("/", app=StaticFiles(directory=str(site_dir), html=True))],
-                     middleware=[Middleware(HostGuard, allowed=hosts or set(LOCAL_NAMES))])
+                     middleware=[Middleware(HostGuard, allowed=hosts or set(LOCAL_NAMES)),
+                                 Middleware(PageRefresh, refresher=refresher)])
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -145,14 +221,20 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve(site_dir: str | Path, warehouse: str | Path, host: str = "127.0.0.1", port: int = 8000,
-          allow_hosts: list[str] | tuple[str, ...] = (), sock: socket.socket | None = None) -> None:
+          allow_hosts: list[str] | tuple[str, ...] = (), sock: socket.socket | None = None,
+          out: str | Path | None = None) -> None:
     """Serve until Ctrl-C. The socket is bound here (or by the caller, ``listen``), so a port in use is one
     line and exit 2, not uvicorn's ``ERROR:`` line and exit 3."""
     import uvicorn
 
     sock = sock or listen(host, port)
-    config = uvicorn.Config(app(site_dir, warehouse, allowed_hosts(host, allow_hosts)), host=host, port=port,
-                            log_level="warning")
+    refresher = None
+    if out is not None:  # the report's folder: its pages follow the warehouse
+        from .report import run_report
+
+        refresher = Refresher(warehouse, lambda: run_report(warehouse, out), site_dir)
+    config = uvicorn.Config(app(site_dir, warehouse, allowed_hosts(host, allow_hosts), refresher), host=host,
+                            port=port, log_level="warning")
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

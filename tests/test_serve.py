@@ -141,3 +141,47 @@ def test_a_second_writer_is_refused_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "lake.duckdb").exists()
     assert Path(warehouse).stat().st_mtime_ns == before
     assert main(["query", "select count(*) from dim_sessions", "--warehouse", str(warehouse)]) == 0
+
+
+def test_the_pages_follow_the_warehouse_when_an_ingest_brings_new_sessions(tmp_path):
+    """serve left open: an ingest adds a session, and the next page requests rebuild the pages (on a thread of
+    their own, the old pages served meanwhile) so the new session shows without running report."""
+    import json
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(SAMPLE_HOME, home)
+    warehouse, out = tmp_path / "w.duckdb", tmp_path / "out"
+    assert main(["ingest", "--warehouse", str(warehouse), "--copilot-home", str(home), "--quiet"]) == 0
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "serve", "--warehouse", str(warehouse), "--out",
+                             str(out), "--port", str(port), "--quiet"], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if _get(port, "/sessions.html")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.2)
+        assert b"Brand new session" not in _get(port, "/sessions.html")[1]
+        sid = "0b0b0b0b-1111-2222-3333-444444444444"
+        folder = home / "session-state" / sid
+        folder.mkdir()
+        (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in [
+            {"type": "session.start", "data": {"sessionId": sid}, "id": "a", "timestamp": "2026-09-30T09:00:00Z"},
+            {"type": "user.message", "data": {"content": "Brand new session about caching"}, "id": "b",
+             "timestamp": "2026-09-30T09:00:01Z"}]))
+        assert main(["ingest", "--warehouse", str(warehouse), "--copilot-home", str(home), "--quiet"]) == 0
+        deadline = time.monotonic() + 90
+        while b"Brand new session" not in _get(port, "/sessions.html")[1]:
+            assert time.monotonic() < deadline, "the pages were not rebuilt after the ingest"
+            time.sleep(0.5)
+        assert _get(port, f"/sessions/{sid}.html")[0] == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
