@@ -315,43 +315,46 @@ def test_serve_adds_live_search(site, page):
         thread.join(10)
 
 
-def test_the_overview_leads_with_cost_at_any_width_and_in_the_dark(demo, tmp_path):
+def test_the_overview_leads_with_cost_at_any_width_and_in_the_dark(demo, page, tmp_path):
     """Money first: this month's and the month before's cost above the fold, each month's cost, a cost column in
     the session lists; at 420 px wide no page scrolls sideways (its tables do, in their box); dark when the
     system is."""
-    exe, sync_playwright = _browser()
     index = (demo / "site" / "index.html").resolve().as_uri()
     wh = demo / "warehouse.duckdb"
     latest, usd = rows(wh, "select strftime(month, '%Y-%m'), sum(cost_usd) from report_usage_monthly "
                            "group by 1 order by 1 desc limit 1")[0]
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        try:
-            wide = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-            wide.goto(index)
-            card = wide.locator(".cards.money .card").first
-            assert card.bounding_box()["y"] < 900  # above the fold
-            assert f"${usd:,.2f}" in card.inner_text() and latest in card.inner_text()
-            assert wide.locator("h2#cost").bounding_box()["y"] < wide.locator("h2#sessions").bounding_box()["y"]
-            assert wide.locator("table.bars tbody tr").count() == rows(
-                wh, "select count(distinct month) from report_usage_monthly")[0][0]
-            assert "cost" in wide.locator("table.sessions thead").inner_text()
-            wide.screenshot(path=str(tmp_path / "overview-1400.png"))
-            for width in (420,):
-                narrow = browser.new_context(viewport={"width": width, "height": 900}).new_page()
-                for url in (index, (demo / "site" / "sessions" / "dd47978c-bf05-5f0e-ae2a-1880e2c4898a.html")
-                            .resolve().as_uri()):
-                    narrow.goto(url)
-                    assert narrow.evaluate("document.documentElement.scrollWidth") <= width, url
-                narrow.screenshot(path=str(tmp_path / f"session-{width}.png"))
-            dark = browser.new_context(color_scheme="dark", viewport={"width": 1400, "height": 900}).new_page()
-            dark.goto(index)
-            bg = dark.evaluate("getComputedStyle(document.documentElement).backgroundColor")
-            assert bg == "rgb(13, 17, 23)", bg
-            light = wide.evaluate("getComputedStyle(document.documentElement).backgroundColor")
-            assert light == "rgb(255, 255, 255)"
-        finally:
-            browser.close()
+    browser = page.context.browser  # one Playwright per module: the page fixture's, in contexts of their own
+    contexts = []
+    try:
+        contexts.append(browser.new_context(viewport={"width": 1400, "height": 900}))
+        wide = contexts[-1].new_page()
+        wide.goto(index)
+        card = wide.locator(".cards.money .card").first
+        assert card.bounding_box()["y"] < 900  # above the fold
+        assert f"${usd:,.2f}" in card.inner_text() and latest in card.inner_text()
+        assert wide.locator("h2#cost").bounding_box()["y"] < wide.locator("h2#sessions").bounding_box()["y"]
+        assert wide.locator("table.bars tbody tr").count() == rows(
+            wh, "select count(distinct month) from report_usage_monthly")[0][0]
+        assert "cost" in wide.locator("table.sessions thead").inner_text()
+        wide.screenshot(path=str(tmp_path / "overview-1400.png"))
+        for width in (420,):
+            contexts.append(browser.new_context(viewport={"width": width, "height": 900}))
+            narrow = contexts[-1].new_page()
+            for url in (index, (demo / "site" / "sessions" / "dd47978c-bf05-5f0e-ae2a-1880e2c4898a.html")
+                        .resolve().as_uri()):
+                narrow.goto(url)
+                assert narrow.evaluate("document.documentElement.scrollWidth") <= width, url
+            narrow.screenshot(path=str(tmp_path / f"session-{width}.png"))
+        contexts.append(browser.new_context(color_scheme="dark", viewport={"width": 1400, "height": 900}))
+        dark = contexts[-1].new_page()
+        dark.goto(index)
+        bg = dark.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+        assert bg == "rgb(13, 17, 23)", bg
+        light = wide.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+        assert light == "rgb(255, 255, 255)"
+    finally:
+        for context in contexts:
+            context.close()
 
 
 def test_the_sessions_page_sorts_and_filters_and_failures_are_a_click_away(demo, page):
