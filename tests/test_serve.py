@@ -39,28 +39,34 @@ def _get(port: int, path: str, host: str | None = None) -> tuple[int, bytes]:
         con.close()
 
 
+def _start_serve(warehouse: Path, out: Path, *extra: str, wait_for: str = "/") -> tuple[subprocess.Popen, int]:
+    """`python -m pipeline serve` in its own process, answering ``wait_for``: (the process, its port)."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "serve", "--warehouse", str(warehouse), "--out",
+                             str(out), "--port", str(port), *extra, "--quiet"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if _get(port, wait_for)[0] == 200:
+                return proc, port
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"serve did not start: {proc.communicate()}")
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """`serve` in its own process over an ingested copy of the sample home; yields (port, warehouse, home)."""
     folder = tmp_path_factory.mktemp("serve")
     warehouse, out = folder / "w.duckdb", folder / "out"
     assert main(["ingest", "--warehouse", str(warehouse), "--copilot-home", str(SAMPLE_HOME), "--quiet"]) == 0
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "serve", "--warehouse", str(warehouse), "--out",
-                             str(out), "--port", str(port), "--allow-host", "copilot.lan", "--quiet"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc, port = _start_serve(warehouse, out, "--allow-host", "copilot.lan")
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if _get(port, "/")[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.2)
         yield port, warehouse
     finally:
         proc.terminate()
@@ -153,21 +159,8 @@ def test_the_pages_follow_the_warehouse_when_an_ingest_brings_new_sessions(tmp_p
     shutil.copytree(SAMPLE_HOME, home)
     warehouse, out = tmp_path / "w.duckdb", tmp_path / "out"
     assert main(["ingest", "--warehouse", str(warehouse), "--copilot-home", str(home), "--quiet"]) == 0
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "serve", "--warehouse", str(warehouse), "--out",
-                             str(out), "--port", str(port), "--quiet"], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc, port = _start_serve(warehouse, out, wait_for="/sessions.html")
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if _get(port, "/sessions.html")[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.2)
         assert b"Brand new session" not in _get(port, "/sessions.html")[1]
         sid = "0b0b0b0b-1111-2222-3333-444444444444"
         folder = home / "session-state" / sid
