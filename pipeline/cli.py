@@ -239,14 +239,6 @@ def _amount(text: str):
     return value
 
 
-def _date(text: str):
-    from datetime import date
-    try:
-        return date.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date like 2026-09-01") from exc
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # the CLI's own form (`warning: ...`); -v names the logger too

@@ -393,8 +393,9 @@ def request_status(req: dict) -> tuple[str, str | None, str | None]:
     parts = [p for p in _l(req.get("response")) if isinstance(p, dict)]
     warnings = [as_text(_d(p.get("content")).get("value") if isinstance(p.get("content"), dict) else p.get("content"))
                 for p in parts if p.get("kind") == "warning"]
-    answered = _markdown_of(req.get("response")) or any(p.get("kind") == "toolInvocationSerialized" for p in parts)
-    if warnings and not answered:
+    # the answer is looked at only when there is a warning: the caller renders it once for every request
+    if warnings and not (any(p.get("kind") == "toolInvocationSerialized" for p in parts)
+                         or _markdown_of(req.get("response"))):
         return "error", "warning", "\n".join(w for w in warnings if w) or None
     return "ok", None, None
 
