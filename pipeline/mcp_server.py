@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import date
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 import duckdb
@@ -124,15 +124,19 @@ def session_view(warehouse: Path, session_id: str, max_prompts: int = 50) -> dic
 
 def usage_figures(warehouse: Path, by: str = "month", since: str | None = None, until: str | None = None,
                   project: str | None = None) -> dict:
-    from .usage_report import UsageError, render, usage_table
+    from .usage_report import UsageError, period_end, period_start, render, usage_table
+
+    today = datetime.now(timezone.utc).date()
 
     def day(text: str | None, what: str) -> date | None:
         if not text:
             return None
         try:
-            return date.fromisoformat(text)
+            return (period_start if what == "since" else period_end)(text, today)
         except ValueError as exc:
-            raise HistoryError(f"{what} {text!r} is not a date like 2026-09-01") from exc
+            raise HistoryError(f"{what} {text!r} is not a date like 2026-09-01 or a period word (today, "
+                               f"yesterday, {'7d, 30d, this-week, this-month, ' if what == 'since' else ''}"
+                               "last-month)") from exc
 
     import json
 
@@ -191,8 +195,10 @@ def build_server(warehouse: str | Path):
         return guarded(session_view, session_id, max_prompts)
 
     @server.tool(description="Copilot requests, tokens, premium requests, AI credits and dollars by day, week, "
-                             "month, session, model or project, with a total; since/until as YYYY-MM-DD; what a "
-                             "sum leaves out is in each row's `unknown`.")
+                             "month, session, model or project, with a total; since as YYYY-MM-DD, today, "
+                             "yesterday, 7d, 30d, this-week, this-month or last-month (UTC days); until as "
+                             "YYYY-MM-DD, today, yesterday or last-month; what a sum leaves out is in each row's "
+                             "`unknown`.")
     def usage(by: str = "month", since: str | None = None, until: str | None = None,
               project: str | None = None) -> dict:
         return guarded(usage_figures, by, since, until, project)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import anyio
@@ -52,12 +53,15 @@ def test_an_agent_lists_and_calls_every_tool_over_stdio(warehouse):
              ("query", {"sql": "select count(*) as n from dim_sessions"}),
              ("query", {"sql": "select * from read_csv('/etc/passwd')"}),
              ("query", {"sql": "delete from dim_sessions"}),
-             ("session", {"session_id": "ffffffff"})]
+             ("session", {"session_id": "ffffffff"}),
+             ("usage", {"by": "month", "since": "2000-01-01", "until": "today"}),
+             ("usage", {"by": "month", "since": "this-month"}),
+             ("usage", {"since": "soon"})]
     init, tools, results = anyio.run(_session, warehouse, calls)
     assert init.server_info.name == "copilot-history"
     assert {t.name for t in tools} == {"search", "session", "usage", "query"}
     assert all(t.description and t.input_schema for t in tools)
-    search, session, usage, count, passwd, delete, missing = results
+    search, session, usage, count, passwd, delete, missing, dated, this_month, bad_period = results
     hits = _structured(search)
     assert not search.is_error and 1 <= len(hits) <= 3
     assert all({"score", "kind", "session_id", "snippet"} <= set(h) for h in hits)
@@ -73,6 +77,12 @@ def test_an_agent_lists_and_calls_every_tool_over_stdio(warehouse):
     assert passwd.is_error and "disabled" in passwd.content[0].text
     assert delete.is_error and "read-only" in delete.content[0].text
     assert missing.is_error and "no session" in missing.content[0].text
+    # since / until take dates and the period words `usage --since` takes
+    assert _structured(dated)["total"]["requests"] == u["total"]["requests"]
+    from pipeline.usage_report import period_start
+    first = period_start("this-month", datetime.now(timezone.utc).date()).isoformat()
+    assert not this_month.is_error and all(r["month"] >= first[:7] for r in _structured(this_month)["rows"])
+    assert bad_period.is_error and "this-month" in bad_period.content[0].text
 
 
 def test_a_missing_warehouse_is_one_line(tmp_path):
