@@ -20,9 +20,9 @@ from .site import session_page as site_session_page
 from .site import session_pages as site_session_pages
 from .tree import MANIFEST, PENDING, TreeResult, finish, forget, inside, may_write, refused, write_files, write_tree
 from .warehouse import connect
+from .wiki import catalog, queries
 from .wiki import pages as wiki_pages
-from .wiki import queries
-from .wiki.pages import build_pages
+from .wiki.catalog import build_pages
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -161,7 +161,7 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
     forget()
     try:
         step("reading pages")
-        data = queries.load(con, sessions=False)  # the sessions' parts: a chunk at a time (write_sessions)
+        data = catalog.load(con, sessions=False)  # the sessions' parts: a chunk at a time (write_sessions)
         with PageWorkers(con, warehouse, data) as workers:
             exported = workers.call(export_parquet, warehouse, out / "parquet", force)
             pages, specs = build_pages(data, with_sessions=False)  # the session pages: by the workers

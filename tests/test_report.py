@@ -229,7 +229,7 @@ def test_report_of_an_empty_warehouse_says_so(tmp_path):
     ingest(wh, [empty])
     result = write_wiki(wh, tmp_path / "wiki")
     assert sorted(p.name for p in result.written if p.suffix == ".md") == [
-        "files.md", "index.md", "runs.md", "topics.md"]
+        "failures.md", "files.md", "index.md", "runs.md", "sessions.md", "topics.md", "usage.md"]
     assert "No Copilot history in this warehouse yet" in (tmp_path / "wiki" / "index.md").read_text()
     assert len(export_parquet(wh, tmp_path / "parquet").written) == 28
 

@@ -155,6 +155,43 @@ def test_the_site_has_every_page_and_no_network(site):
                 assert (page.parent / target).resolve().is_file(), f"{page.name}: broken link {target}"
 
 
+def test_each_page_is_declared_once_and_both_the_wiki_and_the_site_are_built_from_the_list(site, monkeypatch):
+    # wiki.catalog.PAGES: a page's wiki writer, site template and place in the navigation, all in one entry
+    import duckdb
+
+    from pipeline.wiki import catalog
+
+    root, wiki = site / "site", site / "wiki"
+    nav = re.search(r"<nav>(.*?)</nav>", (root / "files.html").read_text(), re.S).group(1)
+    assert re.findall(r'href="([^"]+)">([^<]+)<', nav) == [
+        (href, label) for label, href in [("Sessions", "sessions.html"), ("Projects", "index.html#projects"),
+                                          ("Files", "files.html"), ("Topics", "topics.html"), ("Usage", "usage.html"),
+                                          ("Failures", "failures.html"), ("Runs", "runs.html")]]
+    for p in catalog.PAGES:  # every single page in both trees (people only with several people)
+        if p.each is catalog._one and p.name != "people":
+            assert (root / f"{p.name}.html").is_file() == bool(p.site), p.name
+            assert (wiki / f"{p.name}.md").is_file() == bool(p.wiki), p.name
+    index = (wiki / "index.md").read_text()
+    with duckdb.connect(str(site.parent / "w.duckdb"), read_only=True) as con:
+        listed = catalog.listed(catalog.load(con))
+    assert [label for label, _file, _about in listed] == ["Sessions", "Files", "Topics", "Usage", "Failures", "Runs"]
+    for label, file, about in listed:
+        assert f"- [{label}]({file}): {about}" in index
+    assert "| month | sessions | prompts | tool calls | failed | cost |" in (wiki / "sessions.md").read_text()
+    failures = (wiki / "failures.md").read_text()
+    assert "pytest tests/test_token_refresh.py" in failures and "## Prompts: " in failures
+    assert "## Per project" in (wiki / "usage.md").read_text()
+    # a page added to the list is in both trees and in the navigation, and nothing else is touched
+    extra = catalog.Page("extra", "Extra", "a page declared in one place", wiki=lambda d, c: "# Extra\n",
+                         site="runs.html", values=lambda d, c: d.page_data["runs"])
+    monkeypatch.setattr(catalog, "PAGES", (*catalog.PAGES, extra))
+    out = site.parent / "extra"
+    assert main(["report", "--warehouse", str(site.parent / "w.duckdb"), "--out", str(out), "--quiet"]) == 0
+    assert (out / "wiki" / "extra.md").read_text() == "# Extra\n" and (out / "site" / "extra.html").is_file()
+    assert '<a href="extra.html">Extra</a>' in (out / "site" / "index.html").read_text()
+    assert "- [Extra](extra.md): a page declared in one place" in (out / "wiki" / "index.md").read_text()
+
+
 def test_a_failed_tool_call_shows_its_error(site):
     page = (site / "site" / "sessions" / "dd47978c-bf05-5f0e-ae2a-1880e2c4898a.html").read_text()
     failed = re.search(r'<li class="call failed">.*?</li>', page, re.S).group(0)

@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from ..wiki import catalog
 from ..wiki import pages as wiki_pages
 from ..wiki import queries as wiki_queries
 from ..wiki.markdown import (
@@ -130,7 +131,7 @@ def _renderer(data: WikiData, svgs: dict[str, str]):
     env = _env()
     months = wiki_pages.month_pages(data.sessions)
     nav_months = [(m, sum(len(p) for p in pages)) for m, pages in months.items()]
-    common = {"data": data, "people": len(data.people) > 1, "months": nav_months, "svgs": svgs,
+    common = {"data": data, "nav": catalog.nav(data), "months": nav_months, "svgs": svgs,
               "project_url": lambda pid, root: f"{root}projects/{data.project_slug.get(pid, pid)}.html",
               "session_url": lambda sid, root: f"{root}sessions/{page_name(sid)}.html",
               "month_url": lambda m, page, root: f"{root}{wiki_pages.month_file(m, page, 'html')}"}
@@ -194,49 +195,15 @@ def session_page(data: WikiData, s: dict, page: int, ranges: list[tuple[int, int
 
 
 def build_site(data: WikiData, svgs: dict[str, str], index_js: str, with_sessions: bool = True) -> dict:
-    """Every file of the site as {relative path: text}: a pure function of the page data. Without the
-    session pages when ``with_sessions`` is False (``report``'s workers write them: ``session_pages``)."""
-    files: dict[str, str] = {}
-    top_topic = {pid: ts[0]["term"] for pid, ts in data.topics.items() if ts}
-    months = wiki_pages.month_pages(data.sessions)
-    page = _renderer(data, svgs)
-
-    def render(name: str, rel: str, **kw: object) -> None:
-        files[rel] = page(name, rel, **kw)
-
-    render("index.html", "index.html", top_topic=top_topic, latest=data.sessions[:wiki_pages.LATEST_SESSIONS])
-    charted = set()
-    for p in data.projects:
-        pid, slug = p["project_id"], data.project_slug[p["project_id"]]
-        charted_here = f"charts/topics-{slug}.svg" in svgs
-        if charted_here:
-            charted.add(pid)
-        render("project.html", f"projects/{slug}.html", p=p, slug=slug, topic_chart=charted_here,
-               sessions=[x for x in data.sessions if x["project_id"] == pid],
-               usage=data.project_usage[pid])
+    """Every file of the site as {relative path: text}: a pure function of the page data, its pages those
+    of ``wiki.catalog.PAGES``. Without the session pages when ``with_sessions`` is False (``report``'s
+    workers write them: ``session_pages``)."""
+    render = _renderer(data, svgs)
+    files = {rel: render(template, rel, **values) for template, rel, values in catalog.site_pages(data, svgs)}
     if with_sessions:
         files.update(session_pages(data, data.sessions))
-    for m, pages in months.items():
-        for i in range(len(pages)):
-            render("month.html", wiki_pages.month_file(m, i, "html"), month=m, page=i, pages=pages,
-                   n=sum(len(p) for p in pages))
-    names = {x["project_id"]: data.project_name.get(x["project_id"], x["project_id"]) for x in data.sessions}
-    render("sessions.html", "sessions.html", n_empty=sum(1 for x in data.sessions if not x["n_turns"]),
-           projects=sorted(set(names.values())), clients=sorted({x["client"] for x in data.sessions}),
-           month_names=sorted({x["started_at"].strftime("%Y-%m") for x in data.sessions if x["started_at"]},
-                              reverse=True),
-           models=sorted({m for x in data.sessions for m in (x["models"] or [])}))
-    render("failures.html", "failures.html", failures=data.failures)
-    render("files.html", "files.html")
-    render("topics.html", "topics.html", charted=charted)
-    render("usage.html", "usage.html")
-    render("runs.html", "runs.html")
-    render("search.html", "search.html")
-    if len(data.people) > 1:
-        render("people.html", "people.html")
     for name in STATIC:
         files[f"static/{name}"] = (HERE / "static" / name).read_text(encoding="utf-8")
     files.update(svgs)
     files["search-index.js"] = index_js
     return files
-

@@ -12,9 +12,9 @@ from pathlib import Path
 from .. import charts
 from ..tree import TreeResult, write_tree
 from ..warehouse import connect
-from . import queries
+from . import catalog
+from .catalog import build_pages
 from .markdown import page_name
-from .pages import build_pages
 
 __all__ = ["WikiResult", "build_pages", "page_name", "write_wiki"]
 
@@ -22,16 +22,16 @@ __all__ = ["WikiResult", "build_pages", "page_name", "write_wiki"]
 WikiResult = TreeResult  # what write_wiki returns (kept under its old name)
 
 
-def write_wiki(warehouse: str | Path, out_dir: str | Path, data: queries.WikiData | None = None,
+def write_wiki(warehouse: str | Path, out_dir: str | Path, data: catalog.WikiData | None = None,
                charts_out: dict[str, str] | None = None) -> TreeResult:
-    """Read the warehouse (``queries``; or take ``data`` already read), build the pages (``pages``), draw
+    """Read the warehouse (``catalog.load``; or take ``data`` already read), build the pages (``pages``), draw
     the charts that changed (``charts``; the drawn SVGs are put in ``charts_out`` for the site) and write
     what changed under ``out_dir``."""
     out_dir = Path(out_dir)
     if data is None:
         con = connect(warehouse, read_only=True)
         try:
-            data = queries.load(con)
+            data = catalog.load(con)
         finally:
             con.close()
     pages, specs = build_pages(data)

@@ -6,6 +6,8 @@ Pages have YAML front matter and relative links that work on GitHub and in Obsid
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .markdown import (
     cell,
     code,
@@ -106,9 +108,14 @@ def month_pages(sessions: list[dict]) -> dict[str, list[list[dict]]]:
     return {m: [xs[i:i + MONTH_PAGE] for i in range(0, len(xs), MONTH_PAGE)] for m, xs in months.items()}
 
 
+def month_stem(month: str, page: int) -> str:
+    """The month's page without its extension: the first, then ``-p2``, ``-p3``..."""
+    return f"months/{month}" if page == 0 else f"months/{month}-p{page + 1}"
+
+
 def month_file(month: str, page: int, ext: str = "md") -> str:
-    """The month's page (the wiki's ``.md``, the site's ``.html``): the first, then ``-p2``, ``-p3``..."""
-    return f"months/{month}.{ext}" if page == 0 else f"months/{month}-p{page + 1}.{ext}"
+    """The month's page (the wiki's ``.md``, the site's ``.html``)."""
+    return f"{month_stem(month, page)}.{ext}"
 
 
 def _months_table(data: WikiData, prefix: str) -> str:
@@ -117,8 +124,15 @@ def _months_table(data: WikiData, prefix: str) -> str:
         xs = [x for p in pages for x in p]
         rows.append([link(month, prefix + month_file(month, 0)), fmt_num(len(xs)),
                      fmt_num(sum(x["n_turns"] or 0 for x in xs)), fmt_num(sum(x["n_tool_calls"] or 0 for x in xs)),
-                     fmt_num(sum(x["n_failed_tool_calls"] or 0 for x in xs))])
-    return table(["month", "sessions", "prompts", "tool calls", "failed"], rows)
+                     fmt_num(sum(x["n_failed_tool_calls"] or 0 for x in xs)),
+                     fmt_cost(_known_sum(x["cost_usd"] for x in xs), sum(x["n_legs_unknown_cost"] for x in xs))])
+    return table(["month", "sessions", "prompts", "tool calls", "failed", "cost"], rows)
+
+
+def _known_sum(values: Iterable[float | None]) -> float | None:
+    """The sum of the known values (None when none is known)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _sessions_table(data: WikiData, sessions: list[dict], prefix: str) -> str:
@@ -155,7 +169,8 @@ def cost_section(money: dict) -> list[str]:
     return out
 
 
-def index_page(data: WikiData, top_topic: dict[str, str]) -> str:
+def index_page(data: WikiData, top_topic: dict[str, str], listed: list[tuple[str, str, str]]) -> str:
+    """The overview; ``listed``: the pages it lists as (label, file, about) (``catalog.listed``)."""
     totals = data.totals
     parts = [front_matter({"title": "Copilot history", "type": "index", "sessions": totals["n_sessions"],
                            "projects": len(data.projects)}),
@@ -169,10 +184,7 @@ def index_page(data: WikiData, top_topic: dict[str, str]) -> str:
              *cost_section(data.money),
              "![Activity per week](charts/activity.svg)\n",
              "## Pages\n",
-             "- [Files](files.md): the most important files of each project and the files that change together",
-             "- [Topics](topics.md): what each project has been about, month by month",
-             "- [Ingest runs](runs.md): when the warehouse was loaded, what it read and what it rejected"
-             + ("\n- [People](people.md): who did what, and what it cost" if len(data.people) > 1 else "") + "\n",
+             "\n".join(f"- {link(label, file)}: {about}" for label, file, about in listed) + "\n",
              "## Tool calls\n",
              "![Tool calls by tool](charts/tools.svg)\n" if data.tools else "No tool calls recorded.\n",
              *usage_section(data.usage.weeks, data.usage.models),
@@ -499,8 +511,9 @@ def people_page(data: WikiData) -> str:
     return "\n".join(parts)
 
 
-def runs_page(data: WikiData) -> str:
-    runs, rejects = data.runs, data.rejects
+def runs_page(page: dict) -> str:
+    """The ingest runs and the rejected records counted by reason (``catalog``'s runs query)."""
+    runs, rejects = page["runs"], page["rejects"]
     parts = [front_matter({"title": "Ingest runs", "type": "runs", "runs": len(runs)}), "# Ingest runs\n",
              "[Index](index.md)\n",
              table(["run", "started (UTC)", "mode", "files read", "unchanged", "records", "rejected", "redacted",
@@ -513,6 +526,60 @@ def runs_page(data: WikiData) -> str:
                  if rejects else "None.\n")
     return "\n".join(parts)
 
+
+
+def sessions_page(data: WikiData) -> str:
+    """Every session, by month: the months with their counts and cost, each linking to its pages (the site's
+    Sessions page sorts and filters them in the browser)."""
+    n_empty = sum(1 for x in data.sessions if not x["n_turns"])
+    return "\n".join([front_matter({"title": "Sessions", "type": "sessions", "sessions": len(data.sessions)}),
+                      "# Sessions\n", "[Index](index.md)\n",
+                      f"{plural(len(data.sessions), 'session')}"
+                      + (f", {plural(n_empty, 'session')} without a prompt among them" if n_empty else "")
+                      + "; each month's page lists its sessions, newest first.\n" if data.sessions else
+                      "No sessions yet.\n",
+                      _months_table(data, "") if data.sessions else ""]) + "\n"
+
+
+def usage_page(data: WikiData) -> str:
+    """Usage and cost of all projects (per week and per model), then per project and model."""
+    parts = [front_matter({"title": "Usage and cost", "type": "usage"}), "# Usage and cost\n", "[Index](index.md)\n",
+             *usage_section(data.usage.weeks, data.usage.models, heading="#")[1:], "## Per project\n"]
+    any_usage = False
+    for p in data.projects:
+        models = data.project_usage[p["project_id"]].models
+        if not data.project_usage[p["project_id"]].weeks:
+            continue
+        any_usage = True
+        parts.append(f"### {_project_link(data, p['project_id'], '')}\n")
+        parts.append(table(["model", "sessions", "requests", "output", "AI credits", "USD", "left out"],
+                           [[cell(m["model"]), fmt_num(m["n_sessions"]), fmt_num(m["requests"]),
+                             fmt_num(m["output_tokens"]), fmt_credits(m["ai_credits"]), fmt_usd(m["cost_usd"]),
+                             cell(unknown_note(m))] for m in models]) + "\n")
+    if not any_usage:
+        parts.append("No model usage recorded.\n")
+    return "\n".join(parts)
+
+
+def failures_page(failures: dict) -> str:
+    """Prompts that errored or were cancelled and failed tool calls, newest first (``queries.failures``)."""
+    prompts, calls = failures["prompts"], failures["calls"]
+    cut = (f" (the latest {fmt_num(failures['limit'])} of each; `fct_turns` and `fct_tool_calls` hold them all)"
+           if failures["cut"] else "")
+    parts = [front_matter({"title": "Failures", "type": "failures", "prompts": len(prompts), "tool_calls": len(calls)}),
+             "# Failures\n", "[Index](index.md)\n",
+             f"Prompts that ended in an error or were cancelled, and tool calls that failed, newest first{cut}.\n",
+             f"## Prompts: {fmt_num(len(prompts))}\n"]
+    parts.append(table(["started (UTC)", "session", "prompt", "status", "error"],
+                       [[fmt_ts(t["started_at"]), _session_link(t, ""), cell((t["user_message"] or "")[:200]),
+                         cell(" ".join(x for x in (t["status"], t["error_code"]) if x)),
+                         cell((t["error_message"] or "")[:300])] for t in prompts]) + "\n" if prompts else "None.\n")
+    parts.append(f"## Tool calls: {fmt_num(len(calls))}\n")
+    parts.append(table(["when (UTC)", "session", "tool", "about", "error"],
+                       [[fmt_ts(c["called_at"]), _session_link(c, ""), code(c["tool_name"] or ""),
+                         code((c["target"] or "")[:160]) if c["target"] else "", cell((c["error_message"] or "")[:300])]
+                        for c in calls]) + "\n" if calls else "None.\n")
+    return "\n".join(parts)
 
 
 # ------------------------------------------------------------------------------------ all of them
@@ -529,51 +596,3 @@ def session_pages(data: WikiData, sessions: list[dict]) -> dict[str, str]:
         for page in range(max(1, len(ranges))):
             out[session_file(sess["session_id"], page, "md")] = session_page(data, sess, page, ranges)
     return out
-
-
-def build_pages(data: WikiData, with_sessions: bool = True) -> tuple[dict[str, str], dict[str, tuple]]:
-    """Every page as {relative path: content} and every chart as {relative path: (chart name, arguments)}:
-    a pure function of what ``queries.load`` read. Without the session pages when ``with_sessions`` is
-    False (``report``'s workers write them: ``session_pages``)."""
-    pages: dict[str, str] = {}
-    specs: dict[str, tuple] = {}  # chart path -> (charts function, arguments); drawn by write_wiki
-    files, topics, trends = data.files, data.topics, data.trends
-    top_topic = {pid: ts[0]["term"] for pid, ts in topics.items() if ts}
-    pages["index.md"] = index_page(data, top_topic)
-    charted: set[str] = set()
-    for p in data.projects:
-        pid, s = p["project_id"], data.project_slug[p["project_id"]]
-        top = files.get(pid, [])[:TOP_FILES]
-        if top:
-            specs[f"charts/files-{s}.svg"] = ("horizontal_bars", (
-                [f["path"] for f in top], [f["score"] for f in top], f"Most important files: {p['name']}", "score"))
-        months = month_range({t["month"] for t in trends.get(pid, [])})
-        if len(months) > 1:
-            terms = [t["term"] for t in topics.get(pid, [])[:5]]
-            by = {(t["term"], t["month"]): t["weight"] for t in trends[pid]}
-            specs[f"charts/topics-{s}.svg"] = ("term_trends", (
-                months, {term: [by.get((term, m), 0.0) for m in months] for term in terms},
-                f"Top topics by month: {p['name']}"))
-            charted.add(pid)
-        pages[f"projects/{s}.md"] = project_page(data, p, pid in charted)
-    if with_sessions:
-        pages.update(session_pages(data, data.sessions))
-    for month, month_sessions in month_pages(data.sessions).items():
-        for i in range(len(month_sessions)):
-            pages[month_file(month, i)] = month_page(data, month, month_sessions, i)
-    pages["files.md"] = files_page(data)
-    pages["topics.md"] = topics_page(data, charted)
-    pages["runs.md"] = runs_page(data)
-    if len(data.people) > 1:
-        pages["people.md"] = people_page(data)
-
-    weekly = data.weekly
-    specs["charts/activity.svg"] = ("weekly_activity", (
-        [w["week"] for w in weekly], [w["n_turns"] for w in weekly], [w["n_tool_calls"] for w in weekly],
-        [w["n_failed_tool_calls"] for w in weekly]))
-    tools = data.tools
-    if tools:
-        specs["charts/tools.svg"] = ("horizontal_bars", (
-            [t["tool_name"] for t in tools], [t["n"] for t in tools], "Tool calls by tool", "calls",
-            [t["f"] for t in tools], "failed"))
-    return pages, specs

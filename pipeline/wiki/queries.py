@@ -92,14 +92,12 @@ class WikiData:
     tool_calls: dict[str, list[dict]]  # by session: fct_tool_calls with a short target (path, command, ...)
     session_usage: dict[str, list[dict]]
     memories: dict[str, list[dict]]
-    runs: list[dict]
-    rejects: list[dict]  # reasons of the rows now in _rejects, counted
     weekly: list[dict]  # report_activity_weekly
     tools: list[dict]  # calls per tool (the 15 most used)
     people: list[dict]  # report_people: more than one row only in team mode
     people_weeks: dict[str, list[dict]]  # by person: report_people_usage_weekly summed over models
     money: dict = field(default_factory=dict)  # months (cost per month), and the latest months' top project, model
-    failures: dict = field(default_factory=dict)  # prompts that errored or were cancelled, failed tool calls
+    page_data: dict[str, object] = field(default_factory=dict)  # a page's own data, by page (catalog.Page.query)
     project_slug: dict[str, str] = field(default_factory=dict)
     project_name: dict[str, str] = field(default_factory=dict)
 
@@ -225,6 +223,18 @@ def money(con: duckdb.DuckDBPyConnection) -> dict:
     return out
 
 
+def runs(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """The ingest runs, newest first."""
+    return _rows(con, """select run_id, started_at, mode, n_files_read, n_files_unchanged, n_records, n_rejects,
+                                n_redactions, n_sessions_changed from _runs order by started_at desc, run_id desc""")
+
+
+def rejects(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """The reasons of the rows now in _rejects, counted."""
+    return _rows(con, """select regexp_replace(reason, ' \\(.*$', '') as reason, count(*) as n
+                         from _rejects group by 1 order by 2 desc, 1""")
+
+
 FAILURES_LIMIT = 500
 
 
@@ -281,10 +291,6 @@ def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
         threads=_by(con, "project_id", "select * from report_open_threads "
                                        "order by started_at desc nulls last, session_id"),
         **(session_parts(con) if sessions else {part: {} for part in SESSION_PARTS}),
-        runs=_rows(con, """select run_id, started_at, mode, n_files_read, n_files_unchanged, n_records, n_rejects,
-                                  n_redactions, n_sessions_changed from _runs order by started_at desc, run_id desc"""),
-        rejects=_rows(con, """select regexp_replace(reason, ' \\(.*$', '') as reason, count(*) as n
-                              from _rejects group by 1 order by 2 desc, 1"""),
         weekly=_rows(con, "select week, n_turns, n_tool_calls, n_failed_tool_calls from report_activity_weekly "
                           "order by week"),
         tools=_rows(con, """select tool_name, sum(n_calls) as n, sum(n_failed) as f from report_tool_usage
@@ -296,5 +302,4 @@ def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
                    sum(ai_credits) as ai_credits, sum(cost_usd) as cost_usd
             from report_people_usage_weekly group by user_name, week order by user_name, week"""),
         money=money(con),
-        failures=failures(con),
     )
