@@ -51,7 +51,7 @@ bench: $(STAMP)  ## timings and peak memory: SIZE-MB corpora (events, outputs), 
 	$(PY) -m tools.bench --size-mb $(SIZE) $(if $(SIZES),--sizes $(SIZES),) $(if $(SHAPES),--shapes $(SHAPES),)
 
 screenshots: $(STAMP)  ## the README's screenshots of the demo site (browser tests, into data/screenshots/)
-	SITE_SCREENSHOTS=data/screenshots $(PY) -m pytest -q tests/test_site.py -k "browse or search"
+	SITE_SCREENSHOTS=data/screenshots $(PY) -m pytest -q tests/test_site.py -k "browse or search or leads_with_cost"
 
 sample: $(STAMP)  ## regenerate the synthetic sample corpus under data/sample/
 	$(PY) -m tools.sample data/sample

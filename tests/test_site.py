@@ -244,7 +244,7 @@ def page():
 def _shot(page, name: str, tmp: Path) -> None:
     folder = Path(os.environ.get("SITE_SCREENSHOTS") or tmp)
     folder.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(folder / f"{name}.png"), full_page=name != "index")
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=name not in ("index", "index-phone", "session-phone"))
 
 
 def test_browse_from_the_index_to_a_session_and_back(demo, page, tmp_path):
@@ -373,15 +373,14 @@ def test_the_overview_leads_with_cost_at_any_width_and_in_the_dark(demo, page, t
         assert wide.locator("table.bars tbody tr").count() == rows(
             wh, "select count(distinct month) from report_usage_monthly")[0][0]
         assert "cost" in wide.locator("table.sessions thead").inner_text()
-        wide.screenshot(path=str(tmp_path / "overview-1400.png"))
         for width in (420,):
             contexts.append(browser.new_context(viewport={"width": width, "height": 900}))
             narrow = contexts[-1].new_page()
-            for url in (index, (demo / "site" / "sessions" / "dd47978c-bf05-5f0e-ae2a-1880e2c4898a.html")
-                        .resolve().as_uri()):
+            for name, url in (("index-phone", index), ("session-phone", (
+                    demo / "site" / "sessions" / "dd47978c-bf05-5f0e-ae2a-1880e2c4898a.html").resolve().as_uri())):
                 narrow.goto(url)
                 assert narrow.evaluate("document.documentElement.scrollWidth") <= width, url
-            narrow.screenshot(path=str(tmp_path / f"session-{width}.png"))
+                _shot(narrow, name, tmp_path)
         contexts.append(browser.new_context(color_scheme="dark", viewport={"width": 1400, "height": 900}))
         dark = contexts[-1].new_page()
         dark.goto(index)
