@@ -189,6 +189,8 @@ def _read(run: _Run, plans: list[Plan], workers: int | None) -> None:
             run.tell(done, len(jobs), "reading")
         for table, rows in batch.tables.items():  # the rows of all the batch's sources, in order
             run.summary.n_records += run.spool.add(table, rows)
+        for table, part, n_rows in batch.parts:  # ... or the parts a worker wrote them to
+            run.summary.n_records += run.spool.add_part(table, part, n_rows)
     run.phase("read")
 
 
