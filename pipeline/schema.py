@@ -210,6 +210,29 @@ STAGING = [
         ("created_at", "VARCHAR", "As written."),
         ("_source_path", "VARCHAR", "Database file."), ("_run_id", "VARCHAR", ""),
     ),
+    _t(
+        "stg_debug_requests", "one row per `llm_request` line of a VS Code agent debug log",
+        ["_source_path", "_source_line"],
+        "VS Code Copilot Chat agent debug logs (`GitHub.copilot-chat/debug-logs/<session>/main.jsonl` and the "
+        "sub-agent logs beside it): one row per model call, with its exact cost.",
+        ("session_id", "VARCHAR", "The chat session (the log's folder): a sub-agent's calls are its parent's."),
+        ("source_kind", "VARCHAR", "`vscode_debug_log`."),
+        ("span_id", "VARCHAR", "`spanId` of the line."), ("parent_span_id", "VARCHAR", "The prompt's span."),
+        ("requested_at", "VARCHAR", "`ts` (epoch milliseconds) as an ISO-8601 UTC time."),
+        ("duration_ms", "BIGINT", "`dur`."), ("ttft_ms", "BIGINT", "`attrs.ttft`: time to the first token."),
+        ("model", "VARCHAR", "`attrs.model`."),
+        ("debug_name", "VARCHAR", "`attrs.debugName`: the agent loop (`panel/editAgent`), a sub-agent, or a "
+                                  "background request (`backgroundTodoAgent`, titles)."),
+        ("input_tokens", "BIGINT", "`attrs.inputTokens`: cache-inclusive."),
+        ("output_tokens", "BIGINT", ""), ("cache_read_tokens", "BIGINT", "`attrs.cachedTokens`."),
+        ("nano_aiu", "BIGINT", "`attrs.copilotUsageNanoAiu`: the call's cost (0 for a free background model)."),
+        ("request_multiplier", "DOUBLE", "Premium-request multiplier of the model, from the folder's `models.json`."),
+        ("status", "VARCHAR", "`status` of the line."),
+        ("is_subagent", "BOOLEAN", "Read from a sub-agent's log (`<label>-<toolCallId>.jsonl`)."),
+        ("agent", "VARCHAR", "The sub-agent's label (`executionSubagent`, ...), from its log's session_start."),
+        ("copilot_version", "VARCHAR", "Copilot Chat version of the log's session_start."),
+        ("_source_line", "BIGINT", "Line in the log."), *LINEAGE,
+    ),
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -348,9 +371,10 @@ STAR = [
     ),
     _t(
         "fct_requests", "one row per model request, where the sources record requests", ["session_id", "request_id"],
-        "Model requests with their time: session-store.db `assistant_usage_events` rows, `assistant.usage` events "
-        "and `assistant.message` events (one per request id). Within a leg the most detailed source wins, so no "
-        "request is counted twice; messages carry output tokens only (input NULL).",
+        "Model requests with their time: VS Code agent debug log `llm_request` lines, session-store.db "
+        "`assistant_usage_events` rows, `assistant.usage` events and `assistant.message` events (one per request "
+        "id). Within a leg the most detailed source wins, in that order, so no request is counted twice; messages "
+        "carry output tokens only (input NULL).",
         ("session_id", "VARCHAR", "Session."),
         ("request_id", "VARCHAR", "`store:<row id>`, the event's requestId / id, or `event:<index>`."),
         ("leg_index", "INTEGER", "Leg of the session (1 = from session.start to the first resume or shutdown)."),
@@ -367,7 +391,9 @@ STAR = [
         ("request_multiplier", "DOUBLE", "Premium-request multiplier, when logged."),
         ("initiator", "VARCHAR", "What made the request (e.g. `compaction`), when logged."),
         ("is_subagent", "BOOLEAN", "Made inside a subagent."),
-        ("source", "VARCHAR", "store_usage_events | usage_events | messages"),
+        ("source", "VARCHAR", "debug_log | store_usage_events | usage_events | messages"),
+        ("duration_ms", "BIGINT", "How long the request took, when logged (VS Code debug logs, the store)."),
+        ("ttft_ms", "BIGINT", "Time to the first token, when logged (VS Code debug logs)."),
     ),
     _t(
         "fct_usage_legs", "one row per session x leg x model", ["session_id", "leg_index", "model"],
@@ -390,6 +416,7 @@ STAR = [
         ("token_source", "VARCHAR", "shutdown (the leg's own session.shutdown) | shutdown_delta (a cumulative "
                                     "shutdown minus the previous one) | shutdown_messages (a shutdown whose per-model "
                                     "figures leave requests out, filled from the messages: input unknown) | "
+                                    "debug_log (VS Code agent debug log calls) | "
                                     "store_usage_events | usage_events | message_output_tokens (no shutdown: "
                                     "the messages' outputTokens)"),
         ("cost_source", "VARCHAR", "logged | estimated | unknown"),

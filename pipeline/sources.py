@@ -48,6 +48,9 @@ KINDS: dict[str, SourceKind] = {k.name: k for k in (
                row_kinds=("chat_session", "vscode_chat"), precedence={"chat_session": 3}),
     SourceKind("transcript", "vscode", "workspaceStorage/<hash>/GitHub.copilot-chat/transcripts/<id>.jsonl",
                append_only=True, row_kinds=("transcript", "vscode_transcript"), precedence={"transcript": 4}),
+    SourceKind("debug_log", "vscode",
+               "workspaceStorage/<hash>/GitHub.copilot-chat/debug-logs/<id>/ (a folder, read whole: main.jsonl, "
+               "its sub-agent logs, models.json)", row_kinds=("vscode_debug_log",)),
     SourceKind("vscode_memory", "vscode", "memory-tool/memories/**/*.md"),
     SourceKind("vscode_state_db", "vscode", "workspaceStorage/<hash>/state.vscdb", fingerprint="sqlite",
                row_kinds=("vscode_index",)),

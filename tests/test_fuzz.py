@@ -215,6 +215,37 @@ def test_chat_sessions(data):
             assert "good prompt 2" in prompts, what
 
 
+DEBUG_CALL = {"ts": 1790000001000, "dur": 2000, "sid": "s1", "type": "llm_request", "name": "chat:m",
+              "spanId": "000000000000000b", "parentSpanId": "0000000000000001", "status": "ok",
+              "attrs": {"model": "m", "debugName": "panel/editAgent", "inputTokens": 20000, "outputTokens": 100,
+                        "cachedTokens": 0, "ttft": 900, "copilotUsageNanoAiu": 5000000000}}
+
+
+@given(data=st.data())
+def test_debug_logs(data):
+    bad, what = data.draw(mutated(DEBUG_CALL))
+    with tempfile.TemporaryDirectory() as tmp:
+        home, user = Path(tmp) / "home", Path(tmp) / "user"
+        home.mkdir()
+        folder = user / "workspaceStorage" / "w" / "GitHub.copilot-chat" / "debug-logs" / "s1"
+        folder.mkdir(parents=True)
+        good = [json.dumps(dict(DEBUG_CALL, spanId=f"good-{n}")).encode() for n in (1, 2)]
+        (folder / "main.jsonl").write_bytes(good[0] + b"\n" + bad + b"\n" + good[1] + b"\n")
+        batch, rejects = _read(home, user, "debug_log")
+        spans = _column(batch, "stg_debug_requests", "span_id")
+        assert "good-1" in spans and "good-2" in spans, what
+        from pipeline.extract.jsonl import TOO_DEEP, loads_cut  # as leniently as the reader parses
+
+        obj, _cut = loads_cut(bad.strip(b" \t\r\n\x00"))
+        obj = None if obj is TOO_DEEP else obj
+        if isinstance(obj, dict) and obj.get("type") == "llm_request":
+            assert len(spans) == 3, what  # a call is kept, whatever its values (those that do not fit: NULL, noted)
+        elif obj is not None and not isinstance(obj, dict) or obj is None and bad.strip(b" \t\r\n\x00"):
+            assert len(spans) == 2 and any(r["line_number"] == 2 for r in rejects), (what, rejects)
+        else:  # a line of another type: read and left (prompts and answers come from the chat session)
+            assert len(spans) == 2, what
+
+
 def _parses(data: bytes) -> bool:
     try:
         json.loads(data.decode("utf-8", "surrogatepass"))

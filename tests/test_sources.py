@@ -17,4 +17,4 @@ def test_what_the_declarations_say():
     assert events == ["events", "legacy_jsonl", "history_json", "chat_session", "transcript"]
     assert sorted(("store", "folder_json", "folder_md"), key=PRECEDENCE.get) == ["folder_md", "folder_json", "store"]
     assert set(VSCODE_ROW_KINDS) == {"vscode_metadata", "vscode_chat", "vscode_transcript", "vscode_index",
-                                     "chat_session", "transcript"}
+                                     "chat_session", "transcript", "vscode_debug_log"}

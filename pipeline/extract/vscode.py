@@ -181,6 +181,10 @@ def discover_vscode_user(user: Path, finder: Finder | None = None) -> list[Sourc
                 out.extend(Source(e.path, "transcript", e.name[:-len(".jsonl")], root, folder)
                            for e in finder.entries(tdir.path) if e.name.endswith(".jsonl") and finder.is_file(e))
             out.extend(_memories(os.path.join(chat_ext.path, "memory-tool", "memories"), root, folder, finder))
+            ddir = ext.get("debug-logs")  # a folder per chat session (extract/debug_log.py)
+            if ddir is not None and finder.is_dir(ddir):
+                out.extend(Source(e.path, "debug_log", e.name, root, folder)
+                           for e in finder.entries(ddir.path) if finder.is_dir(e))
         state = children.get("state.vscdb")
         if state is not None and finder.is_file(state):
             out.append(Source(state.path, "vscode_state_db", None, root, folder))

@@ -366,8 +366,9 @@ def places(meta: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
     """Where each session ran (``cwd``, ``git_root``, ``repository``, ``branch``), each from the most
     authoritative source that names it: session.start, workspace.yaml, the store, the system prompt, VS Code."""
     cols = ["cwd", "git_root", "repository", "branch"]
-    ws, vs, st, vc, vt, vi = (_meta(meta, k, cols) for k in (
-        "workspace_yaml", "vscode_metadata", "store", "vscode_chat", "vscode_transcript", "vscode_index"))
+    ws, vs, st, vc, vt, vi, vd = (_meta(meta, k, cols) for k in (
+        "workspace_yaml", "vscode_metadata", "store", "vscode_chat", "vscode_transcript", "vscode_index",
+        "vscode_debug_log"))
     t = pl.col("event_type")
     sys_cwd = ev.filter(t == SYSTEM_MESSAGE).group_by("session_id").agg(
         # older CLIs name the working folder only in the system prompt (cut out by the staging pull)
@@ -375,12 +376,13 @@ def places(meta: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
         .str.strip_chars().alias("system_cwd"))
     df = pl.concat([meta.select("session_id"), ev.select("session_id")]).filter(
         pl.col("session_id").is_not_null()).unique()
-    for f in (ws, vs, st, vc, vt, vi, _start_context(ev), sys_cwd):
+    for f in (ws, vs, st, vc, vt, vi, vd, _start_context(ev), sys_cwd):
         df = df.join(f, on="session_id", how="left")
     return df.select(
         "session_id",
         pl.coalesce("ev_cwd", "workspace_yaml_cwd", "store_cwd", "system_cwd", "vscode_metadata_cwd",
-                    "vscode_chat_cwd", "vscode_transcript_cwd", "vscode_index_cwd").alias("cwd"),
+                    "vscode_chat_cwd", "vscode_transcript_cwd", "vscode_index_cwd",
+                    "vscode_debug_log_cwd").alias("cwd"),
         pl.coalesce("ev_git_root", "workspace_yaml_git_root", "vscode_metadata_git_root").alias("git_root"),
         pl.coalesce("ev_repository", "workspace_yaml_repository", "store_repository").alias("repository"),
         pl.coalesce("ev_branch", "workspace_yaml_branch", "store_branch", "vscode_metadata_branch").alias("branch"),
@@ -440,8 +442,9 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
     ids = pl.concat([f.select("session_id") for f in stg.values() if "session_id" in f.columns]).unique()
     ids = ids.filter(pl.col("session_id").is_not_null())
     cols = ["title", "summary", "host_type", "client_name", "created_at", "updated_at", "first_user_message"]
-    ws, vs, st, vc, vt, vi = (_meta(meta, k, cols) for k in (
-        "workspace_yaml", "vscode_metadata", "store", "vscode_chat", "vscode_transcript", "vscode_index"))
+    ws, vs, st, vc, vt, vi, vd = (_meta(meta, k, cols) for k in (
+        "workspace_yaml", "vscode_metadata", "store", "vscode_chat", "vscode_transcript", "vscode_index",
+        "vscode_debug_log"))
     ctx = _start_context(ev)
     t = pl.col("event_type")
     ev_stats = ev.group_by("session_id").agg(
@@ -482,7 +485,7 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
         pl.col("src").unique().sort().alias("sources"))
 
     df = ids
-    for f in (ws, vs, st, vc, vt, vi, ctx.select("session_id", "copilot_version", "ev_start_time", "producer"),
+    for f in (ws, vs, st, vc, vt, vi, vd, ctx.select("session_id", "copilot_version", "ev_start_time", "producer"),
               where, ev_stats, active, first_prompt, t_stats, c_stats, u_models, sources):
         df = df.join(f, on="session_id", how="left")
     df = df.with_columns(pl.col(c).fill_null(0) for c in (
@@ -510,10 +513,11 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
         .otherwise(pl.lit("cli")).alias("client"),
         pl.min_horizontal("ev_start_time", "ev_first_at", parse_ts(pl.col("workspace_yaml_created_at")),
                           parse_ts(pl.col("store_created_at")), "first_turn_at",
-                          parse_ts(pl.col("vscode_index_created_at"))).alias("started_at"),
+                          parse_ts(pl.col("vscode_index_created_at")),
+                          parse_ts(pl.col("vscode_debug_log_created_at"))).alias("started_at"),
         pl.max_horizontal("ev_last_at", "t_end", parse_ts(pl.col("workspace_yaml_updated_at")),
-                          parse_ts(pl.col("store_updated_at")), parse_ts(pl.col("vscode_index_updated_at")))
-        .alias("ended_at"),
+                          parse_ts(pl.col("store_updated_at")), parse_ts(pl.col("vscode_index_updated_at")),
+                          parse_ts(pl.col("vscode_debug_log_updated_at"))).alias("ended_at"),
         pl.concat_list(pl.col("ev_models").fill_null([]), pl.col("u_models").fill_null([]))
         .list.unique().list.sort().alias("models"),
         pl.col("sources").fill_null([]),
@@ -693,7 +697,8 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
     turns = turns.join(n_calls, on=["session_id", "turn_index"], how="left").with_columns(
         pl.col("n_tool_calls").fill_null(0)).sort("session_id", "turn_index")
     versions = dict(_start_context(ev).select("session_id", "copilot_version").iter_rows())
-    requests, legs, use = usage_model.build_usage(ev, stg["stg_store_usage"], turns, versions, tools)
+    requests, legs, use = usage_model.build_usage(ev, stg["stg_store_usage"], turns, versions, tools,
+                                                  stg.get("stg_debug_requests"))
     if present is None:  # every source of the batch is on disk
         present = pl.concat([f.select(pl.col("_source_path").cast(pl.String).alias("source_path"), "session_id")
                              for f in stg.values() if "_source_path" in f.columns and "session_id" in f.columns])

@@ -66,7 +66,7 @@ REQUEST_SCHEMA = {"session_id": pl.String, "request_id": pl.String, "leg_index":
                   "output_tokens": pl.Int64, "cache_read_tokens": pl.Int64, "cache_write_tokens": pl.Int64,
                   "reasoning_tokens": pl.Int64, "nano_aiu": pl.Int64, "request_multiplier": pl.Float64,
                   "initiator": pl.String, "is_subagent": pl.Boolean, "source": pl.String,
-                  "selected_model": pl.String}
+                  "selected_model": pl.String, "duration_ms": pl.Int64, "ttft_ms": pl.Int64}
 LEG_SCHEMA = {"session_id": pl.String, "leg_index": pl.Int32, "model": pl.String,
               "started_at": pl.Datetime("us", "UTC"), "used_at": pl.Datetime("us", "UTC"), "requests": pl.Int64,
               "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cache_read_tokens": pl.Int64,
@@ -199,16 +199,47 @@ def store_requests(store_usage: pl.DataFrame, legs: pl.DataFrame, turns: pl.Data
         parse_ts(pl.col("created_at")).alias("requested_at"), pl.col("model").replace("", None).alias("model"),
         *_TOKENS, pl.col("total_nano_aiu").alias("nano_aiu"), "request_multiplier", "initiator",
         (pl.col("agent_id").is_not_null() | pl.col("parent_tool_call_id").is_not_null()).alias("is_subagent"),
-        pl.lit("store_usage_events").alias("source"), pl.col("row_id").alias("_row"),
-    ).sort("session_id", "requested_at", "_row", nulls_last=True)
+        pl.lit("store_usage_events").alias("source"), "duration_ms", pl.lit(None, pl.Int64).alias("ttft_ms"),
+        pl.col("row_id").alias("_row"),
+    )
+    return _place(st, legs, turns)
+
+
+def debug_requests(debug: pl.DataFrame, legs: pl.DataFrame, turns: pl.DataFrame) -> pl.DataFrame:
+    """VS Code agent debug log ``llm_request`` rows (stg_debug_requests), placed in the leg and turn their time
+    falls in. A model call is no premium request (a prompt is, however many calls its agent loop makes): their
+    multiplier is left to the chat session's requests (``_debug_premium``)."""
+    d = debug.filter(pl.col("session_id").is_not_null())
+    if d.is_empty():
+        return pl.DataFrame(schema=REQUEST_SCHEMA | {"obs_index": pl.Int32})
+    # span ids are unique within a log; a sub-agent's log numbers its own
+    clash = pl.len().over("session_id", "span_id") > 1
+    d = d.select(
+        "session_id",
+        pl.when(pl.col("span_id").is_null() | clash)
+        .then(pl.format("debug:{}:{}", pl.col("_source_path").hash(), "_source_line"))
+        .otherwise(pl.format("debug:{}", "span_id")).alias("request_id"),
+        parse_ts(pl.col("requested_at")).alias("requested_at"), pl.col("model").replace("", None).alias("model"),
+        "input_tokens", "output_tokens", "cache_read_tokens", pl.lit(None, pl.Int64).alias("cache_write_tokens"),
+        pl.lit(None, pl.Int64).alias("reasoning_tokens"), "nano_aiu",
+        pl.lit(None, pl.Float64).alias("request_multiplier"), pl.col("debug_name").alias("initiator"),
+        pl.col("is_subagent").fill_null(False), pl.lit("debug_log").alias("source"), "duration_ms", "ttft_ms",
+        pl.col("_source_line").alias("_row"),
+    )
+    return _place(d, legs, turns)
+
+
+def _place(rows: pl.DataFrame, legs: pl.DataFrame, turns: pl.DataFrame) -> pl.DataFrame:
+    """Request rows placed in the leg and the turn their time falls in (leg 1 when it is unknown)."""
+    rows = rows.sort("session_id", "requested_at", "_row", nulls_last=True)
     starts = legs.select("session_id", "leg_index", pl.col("started_at").alias("_leg_at")).sort(
         "session_id", "_leg_at")
-    st = _asof(st, starts.filter(pl.col("_leg_at").is_not_null()), "_leg_at")
+    rows = _asof(rows, starts.filter(pl.col("_leg_at").is_not_null()), "_leg_at")
     t = (turns.filter(pl.col("started_at").is_not_null())
          .select("session_id", "turn_index", pl.col("started_at").alias("_turn_at")).sort("session_id", "_turn_at"))
-    st = _asof(st, t, "_turn_at")
-    return st.with_columns(pl.col("leg_index").fill_null(1).cast(pl.Int32),
-                           pl.lit(None, pl.Int32).alias("obs_index")).drop("_row")
+    rows = _asof(rows, t, "_turn_at")
+    return rows.with_columns(pl.col("leg_index").fill_null(1).cast(pl.Int32),
+                             pl.lit(None, pl.Int32).alias("obs_index")).drop("_row")
 
 
 def _asof(left: pl.DataFrame, right: pl.DataFrame, on: str) -> pl.DataFrame:
@@ -326,11 +357,11 @@ def _difference(cur: dict[str, dict], prev: dict[str, dict] | None) -> dict[str,
 
 
 def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame,
-                versions: dict[str, str | None],
-                tools: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+                versions: dict[str, str | None], tools: pl.DataFrame | None = None,
+                debug: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(fct_requests, fct_usage_legs, fct_usage) frames from annotated events (see ``annotate``),
-    session-store.db usage rows and the turns (to place store rows in a turn); a leg spans its tool
-    events (``tools``, with their ``leg_index``) too."""
+    session-store.db usage rows, VS Code debug log requests (``debug``) and the turns (to place store and
+    debug rows in a turn); a leg spans its tool events (``tools``, with their ``leg_index``) too."""
     t = pl.col("event_type")
     legs = ev.group_by("session_id", "leg_index").agg(
         pl.col("at").min().alias("started_at"), pl.col("at").max().alias("ended_at"),
@@ -345,8 +376,14 @@ def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame
     msg = message_requests(ev)
     uev = usage_event_requests(ev)
     store = store_requests(store_usage, legs, turns)
-    # the most detailed source of each leg wins: store rows, then usage events, then messages
+    # the most detailed source of each leg wins: debug log rows, store rows, usage events, then messages
+    if debug is not None and not debug.is_empty():
+        dbg = debug_requests(debug, legs, turns)
+        dbg_legs = dbg.select("session_id", "leg_index").unique()
+        store = pl.concat([dbg, store.join(dbg_legs, on=["session_id", "leg_index"], how="anti")],
+                          how="diagonal_relaxed")
     store_legs = store.select("session_id", "leg_index").unique()
+    premium_of = _debug_premium(uev, store)
     uev = uev.join(store_legs, on=["session_id", "leg_index"], how="anti")
     detailed = pl.concat([store_legs, uev.select("session_id", "leg_index").unique()])
     requests = pl.concat([store, uev, msg.join(detailed, on=["session_id", "leg_index"], how="anti")],
@@ -383,7 +420,30 @@ def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame
                                                           if r["requested_at"]), default=None))]
         rows.extend(_session_legs(sid, leg_rows, s, sid in has_tokens, versions.get(sid)))
     leg_frame = pl.DataFrame(rows, schema=LEG_SCHEMA) if rows else pl.DataFrame(schema=LEG_SCHEMA)
+    if not premium_of.is_empty():
+        leg_frame = leg_frame.join(premium_of, on=["session_id", "leg_index", "model"], how="left").with_columns(
+            pl.when(pl.col("token_source") == "debug_log").then(pl.col("_premium"))
+            .otherwise(pl.col("premium_requests")).alias("premium_requests")).drop("_premium")
     return requests.drop("obs_index"), leg_frame, rollup(leg_frame)
+
+
+def _debug_premium(uev: pl.DataFrame, store: pl.DataFrame) -> pl.DataFrame:
+    """Premium requests of the legs whose requests come from a debug log: the chat session's requests of the
+    model (one per prompt, with its multiplier), or 0 for a model every call of which cost nothing (a free
+    background model); unknown otherwise."""
+    dbg = store.filter(pl.col("source") == "debug_log")
+    if dbg.is_empty():
+        return pl.DataFrame(schema={"session_id": pl.String, "leg_index": pl.Int32, "model": pl.String,
+                                    "_premium": pl.Decimal(38, 6)})
+    keys = ["session_id", "leg_index", "model"]
+    chat = uev.with_columns(pl.col("model").fill_null(UNKNOWN_MODEL)).group_by(keys).agg(
+        pl.when(pl.col("request_multiplier").is_not_null().all()).then(pl.col("request_multiplier").sum())
+        .alias("_chat"))
+    free = dbg.with_columns(pl.col("model").fill_null(UNKNOWN_MODEL)).group_by(keys).agg(
+        (pl.col("nano_aiu") == 0).all().alias("_free"))
+    return free.join(chat, on=keys, how="left").select(
+        *keys, pl.coalesce(pl.col("_chat"), pl.when(pl.col("_free")).then(0.0)).round(6)
+        .cast(pl.Decimal(38, 6)).alias("_premium"))
 
 
 def _session_legs(sid: str, legs: list[dict], s: dict, has_tokens: bool, version: str | None) -> list[dict]:

@@ -30,7 +30,7 @@ from fct_usage
 where
     not list_has_all(
         [
-            'store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'shutdown_messages',
+            'debug_log', 'store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'shutdown_messages',
             'message_output_tokens'
         ],
         string_split(usage_source, '+')
@@ -42,7 +42,7 @@ select
 from fct_usage_legs
 where
     token_source not in (
-        'store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'shutdown_messages',
+        'debug_log', 'store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'shutdown_messages',
         'message_output_tokens'
     )
 union all
@@ -62,7 +62,7 @@ select
     'fct_requests.source' as column_name,
     source as bad_value
 from fct_requests
-where source not in ('store_usage_events', 'usage_events', 'messages')
+where source not in ('debug_log', 'store_usage_events', 'usage_events', 'messages')
 union all
 select
     'fct_tool_calls.tool_family' as column_name,
