@@ -233,6 +233,33 @@ STAGING = [
         ("copilot_version", "VARCHAR", "Copilot Chat version of the log's session_start."),
         ("_source_line", "BIGINT", "Line in the log."), *LINEAGE,
     ),
+    _t(
+        "stg_otel_requests", "one row per leaf `chat` span of an OpenTelemetry file export",
+        ["_source_path", "_source_line"],
+        "Copilot's OpenTelemetry JSONL export (`otel/*.jsonl` in the Copilot home): one row per model request "
+        "(`chat <model>` span); `invoke_agent` spans (which repeat their children's totals) and metrics are not read.",
+        ("session_id", "VARCHAR", "`gen_ai.conversation.id`."), ("source_kind", "VARCHAR", "`otel`."),
+        ("span_id", "VARCHAR", ""), ("trace_id", "VARCHAR", ""), ("parent_span_id", "VARCHAR", ""),
+        ("requested_at", "VARCHAR", "`startTime` as an ISO-8601 UTC time."),
+        ("duration_ms", "BIGINT", "`endTime` - `startTime`."),
+        ("ttft_ms", "BIGINT", "`gen_ai.response.time_to_first_chunk`, in milliseconds."),
+        ("model", "VARCHAR", "`gen_ai.response.model`, else `gen_ai.request.model`."),
+        ("input_tokens", "BIGINT", "`gen_ai.usage.input_tokens` (cache-inclusive); NULL when not a count "
+                                   "(`[REDACTED]`)."),
+        ("output_tokens", "BIGINT", ""),
+        ("cache_read_tokens", "BIGINT", "`gen_ai.usage.cache_read.input_tokens` (before CLI 1.0.64 "
+                                        "`cache_read_input_tokens`)."),
+        ("cache_write_tokens", "BIGINT", "`gen_ai.usage.cache_write.input_tokens` or `cache_creation...`."),
+        ("reasoning_tokens", "BIGINT", "`gen_ai.usage.reasoning.output_tokens`."),
+        ("nano_aiu", "BIGINT", "`github.copilot.nano_aiu`: the request's cost; NULL when not logged (unknown, not 0)."),
+        ("request_multiplier", "DOUBLE", "`github.copilot.cost`: the premium-request multiplier (not money)."),
+        ("initiator", "VARCHAR", "`github.copilot.initiator` (`user` | `agent`)."),
+        ("turn_id", "VARCHAR", ""), ("interaction_id", "VARCHAR", ""),
+        ("service_request_id", "VARCHAR", "`github.copilot.service_request_id`."),
+        ("service_name", "VARCHAR", "`github-copilot` (CLI) or `copilot-chat` (VS Code)."),
+        ("service_version", "VARCHAR", "The client's version."),
+        ("_source_line", "BIGINT", "Line in the file."), *LINEAGE,
+    ),
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -372,11 +399,12 @@ STAR = [
     _t(
         "fct_requests", "one row per model request, where the sources record requests", ["session_id", "request_id"],
         "Model requests with their time: VS Code agent debug log `llm_request` lines, session-store.db "
-        "`assistant_usage_events` rows, `assistant.usage` events and `assistant.message` events (one per request "
-        "id). Within a leg the most detailed source wins, in that order, so no request is counted twice; messages "
-        "carry output tokens only (input NULL).",
+        "`assistant_usage_events` rows, OpenTelemetry `chat` spans, `assistant.usage` events and "
+        "`assistant.message` events (one per request id). Within a leg the most detailed source wins, in that "
+        "order, so no request is counted twice; messages carry output tokens only (input NULL).",
         ("session_id", "VARCHAR", "Session."),
-        ("request_id", "VARCHAR", "`store:<row id>`, the event's requestId / id, or `event:<index>`."),
+        ("request_id", "VARCHAR", "`debug:<span id>`, `store:<row id>`, `otel:<service request id>`, the event's "
+                                  "requestId / id, or `event:<index>`."),
         ("leg_index", "INTEGER", "Leg of the session (1 = from session.start to the first resume or shutdown)."),
         ("turn_index", "INTEGER", "Prompt the request answered (null before the first prompt)."),
         ("requested_at", "TIMESTAMPTZ", "UTC time of the request."),
@@ -391,7 +419,7 @@ STAR = [
         ("request_multiplier", "DOUBLE", "Premium-request multiplier, when logged."),
         ("initiator", "VARCHAR", "What made the request (e.g. `compaction`), when logged."),
         ("is_subagent", "BOOLEAN", "Made inside a subagent."),
-        ("source", "VARCHAR", "debug_log | store_usage_events | usage_events | messages"),
+        ("source", "VARCHAR", "debug_log | store_usage_events | otel | usage_events | messages"),
         ("duration_ms", "BIGINT", "How long the request took, when logged (VS Code debug logs, the store)."),
         ("ttft_ms", "BIGINT", "Time to the first token, when logged (VS Code debug logs)."),
     ),
@@ -416,7 +444,7 @@ STAR = [
         ("token_source", "VARCHAR", "shutdown (the leg's own session.shutdown) | shutdown_delta (a cumulative "
                                     "shutdown minus the previous one) | shutdown_messages (a shutdown whose per-model "
                                     "figures leave requests out, filled from the messages: input unknown) | "
-                                    "debug_log (VS Code agent debug log calls) | "
+                                    "debug_log (VS Code agent debug log calls) | otel (OpenTelemetry chat spans) | "
                                     "store_usage_events | usage_events | message_output_tokens (no shutdown: "
                                     "the messages' outputTokens)"),
         ("cost_source", "VARCHAR", "logged | estimated | unknown"),

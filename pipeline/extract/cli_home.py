@@ -71,6 +71,10 @@ def discover_copilot_home(root: Path, finder: Finder | None = None) -> list[Sour
         for entry in finder.entries(hist.path):
             if entry.name.endswith(".json") and finder.is_file(entry):
                 out.append(Source(entry.path, "history_json", history_session_id(entry.path), r))
+    otel = top.get("otel")  # OpenTelemetry file exports (extract/otel.py), where people point them
+    if otel is not None and finder.is_dir(otel):
+        out.extend(Source(e.path, "otel", None, r) for e in finder.entries(otel.path)
+                   if e.name.endswith(".jsonl") and finder.is_file(e))
     store, wal = top.get("session-store.db"), top.get("session-store.db-wal")
     if store is not None and finder.is_file(store):
         out.append(Source(store.path, "session_store", None, r))

@@ -229,6 +229,25 @@ def debug_requests(debug: pl.DataFrame, legs: pl.DataFrame, turns: pl.DataFrame)
     return _place(d, legs, turns)
 
 
+def otel_requests(otel: pl.DataFrame, legs: pl.DataFrame, turns: pl.DataFrame) -> pl.DataFrame:
+    """OpenTelemetry ``chat`` spans (stg_otel_requests), placed in the leg and turn their time falls in; a span
+    in two exports (a copied or rotated file) once."""
+    o = otel.filter(pl.col("session_id").is_not_null())
+    if o.is_empty():
+        return pl.DataFrame(schema=REQUEST_SCHEMA | {"obs_index": pl.Int32})
+    o = o.unique(["session_id", "trace_id", "span_id"], keep="first", maintain_order=True) \
+        if o["span_id"].null_count() == 0 else o
+    o = o.select(
+        "session_id",
+        pl.coalesce(pl.format("otel:{}", "service_request_id"), pl.format("otel:{}", "span_id"),
+                    pl.format("otel:{}:{}", pl.col("_source_path").hash(), "_source_line")).alias("request_id"),
+        parse_ts(pl.col("requested_at")).alias("requested_at"), pl.col("model").replace("", None).alias("model"),
+        *_TOKENS, "nano_aiu", "request_multiplier", "initiator", pl.lit(None, pl.Boolean).alias("is_subagent"),
+        pl.lit("otel").alias("source"), "duration_ms", "ttft_ms", pl.col("_source_line").alias("_row"),
+    )
+    return _place(o, legs, turns)
+
+
 def _place(rows: pl.DataFrame, legs: pl.DataFrame, turns: pl.DataFrame) -> pl.DataFrame:
     """Request rows placed in the leg and the turn their time falls in (leg 1 when it is unknown)."""
     rows = rows.sort("session_id", "requested_at", "_row", nulls_last=True)
@@ -358,7 +377,8 @@ def _difference(cur: dict[str, dict], prev: dict[str, dict] | None) -> dict[str,
 
 def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame,
                 versions: dict[str, str | None], tools: pl.DataFrame | None = None,
-                debug: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+                debug: pl.DataFrame | None = None,
+                otel: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(fct_requests, fct_usage_legs, fct_usage) frames from annotated events (see ``annotate``),
     session-store.db usage rows, VS Code debug log requests (``debug``) and the turns (to place store and
     debug rows in a turn); a leg spans its tool events (``tools``, with their ``leg_index``) too."""
@@ -376,12 +396,19 @@ def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame
     msg = message_requests(ev)
     uev = usage_event_requests(ev)
     store = store_requests(store_usage, legs, turns)
-    # the most detailed source of each leg wins: debug log rows, store rows, usage events, then messages
-    if debug is not None and not debug.is_empty():
-        dbg = debug_requests(debug, legs, turns)
-        dbg_legs = dbg.select("session_id", "leg_index").unique()
-        store = pl.concat([dbg, store.join(dbg_legs, on=["session_id", "leg_index"], how="anti")],
-                          how="diagonal_relaxed")
+    # the most detailed source of each leg wins: debug log rows, store rows, OpenTelemetry spans, usage events,
+    # then messages
+    for frame, rows_of in ((otel, otel_requests), (debug, debug_requests)):  # each before what is there so far
+        if frame is not None and not frame.is_empty():
+            first = rows_of(frame, legs, turns)
+            if rows_of is otel_requests:  # after the store's rows: the same requests, counted once
+                first = first.join(store.select("session_id", "leg_index").unique(), on=["session_id", "leg_index"],
+                                   how="anti")
+                store = pl.concat([store, first], how="diagonal_relaxed")
+            else:
+                store = pl.concat([first, store.join(first.select("session_id", "leg_index").unique(),
+                                                     on=["session_id", "leg_index"], how="anti")],
+                                  how="diagonal_relaxed")
     store_legs = store.select("session_id", "leg_index").unique()
     premium_of = _debug_premium(uev, store)
     uev = uev.join(store_legs, on=["session_id", "leg_index"], how="anti")

@@ -30,8 +30,8 @@ from fct_usage
 where
     not list_has_all(
         [
-            'debug_log', 'store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'shutdown_messages',
-            'message_output_tokens'
+            'debug_log', 'store_usage_events', 'otel', 'usage_events', 'shutdown', 'shutdown_delta',
+            'shutdown_messages', 'message_output_tokens'
         ],
         string_split(usage_source, '+')
     )
@@ -42,8 +42,8 @@ select
 from fct_usage_legs
 where
     token_source not in (
-        'debug_log', 'store_usage_events', 'usage_events', 'shutdown', 'shutdown_delta', 'shutdown_messages',
-        'message_output_tokens'
+        'debug_log', 'store_usage_events', 'otel', 'usage_events', 'shutdown', 'shutdown_delta',
+        'shutdown_messages', 'message_output_tokens'
     )
 union all
 select
@@ -62,7 +62,7 @@ select
     'fct_requests.source' as column_name,
     source as bad_value
 from fct_requests
-where source not in ('debug_log', 'store_usage_events', 'usage_events', 'messages')
+where source not in ('debug_log', 'store_usage_events', 'otel', 'usage_events', 'messages')
 union all
 select
     'fct_tool_calls.tool_family' as column_name,

@@ -1,0 +1,107 @@
+"""Copilot's OpenTelemetry file export (extract/otel.py): leaf `chat` spans as per-request rows with their logged
+cost, never an `invoke_agent` total or a metric; one session with the CLI's own log, filling what its events lack.
+The files are built here in the CLI 1.0.89 format (more-sources.md section 3) with made-up values."""
+
+import json
+from datetime import datetime, timezone
+
+from pipeline.extract.base import Context, Source
+from pipeline.extract.otel import read_otel
+from pipeline.ingest import ingest
+from pipeline.redact import Redactor
+from tools.synthlog import Log
+
+from .conftest import rows
+
+T0 = datetime(2026, 9, 23, 23, 19, tzinfo=timezone.utc)
+KILLED, SHUT, ONLY = "a0000000-0000-4000-8000-000000000001", "b0000000-0000-4000-8000-000000000002", \
+    "c0000000-0000-4000-8000-000000000003"
+
+
+def span(sid: str, secs: float, name: str, op: str, dur: float = 2.0, **attrs) -> str:
+    start = T0.timestamp() + secs
+    return json.dumps({
+        "type": "span", "traceId": "t" * 32, "spanId": f"{abs(hash((sid, secs, name))) % 16**16:016x}",
+        "parentSpanId": "p" * 16, "name": name, "kind": 2,
+        "startTime": [int(start), int(start % 1 * 1e9)], "endTime": [int(start + dur), int((start + dur) % 1 * 1e9)],
+        "attributes": {"gen_ai.operation.name": op, "gen_ai.conversation.id": sid, **attrs},
+        "status": {"code": 0}, "events": [],
+        "resource": {"attributes": {"service.name": "github-copilot", "service.version": "1.0.89-0"}}})
+
+
+def chat(sid: str, secs: float, model: str, inp, out, cache, nano, **more) -> str:
+    return span(sid, secs, f"chat {model}", "chat", **{
+        "gen_ai.request.model": model, "gen_ai.response.model": model, "gen_ai.usage.input_tokens": inp,
+        "gen_ai.usage.output_tokens": out, "gen_ai.usage.cache_read.input_tokens": cache,
+        "github.copilot.nano_aiu": nano, "github.copilot.cost": 1.0, "github.copilot.initiator": "user",
+        "gen_ai.response.time_to_first_chunk": 1.5, **more})
+
+
+def home_with_otel(tmp_path, extra=()):
+    home = tmp_path / "home"
+    for sid, shut in ((KILLED, False), (SHUT, True)):
+        log = Log(sid, T0)
+        log.start({"cwd": "/home/dev/api"})
+        log.prompt("fix it")
+        log.answer("done")
+        log.answer("and more")
+        if shut:
+            log.shutdown(T0, 10000, nano=True)
+        folder = home / "session-state" / sid
+        folder.mkdir(parents=True)
+        (folder / "events.jsonl").write_text(log.text())
+    otel = home / "otel"
+    otel.mkdir()
+    lines = [
+        chat(KILLED, 5, "claude-sonnet-4.6", 20000, 120, 15000, 3_500_000_000.0),
+        chat(KILLED, 9, "claude-sonnet-4.6", "21000", 120, 20000, 1_200_000_000.0),
+        # the agent's span repeats its children's totals: never counted
+        span(KILLED, 4, "invoke_agent", "invoke_agent", dur=20, **{
+            "gen_ai.usage.input_tokens": 41000, "github.copilot.nano_aiu": 4_700_000_000.0,
+            "github.copilot.cost": 2.0}),
+        span(KILLED, 6, "execute_tool bash", "execute_tool", **{"gen_ai.tool.name": "bash"}),
+        json.dumps({"type": "metric", "name": "gen_ai.client.token.usage", "unit": "{token}",
+                    "dataPoints": [{"attributes": {"gen_ai.token.type": "input"}, "value": 41000}]}),
+        # a CLI before 1.0.64 named the cache attribute otherwise; a redacted count is unknown
+        chat(SHUT, 5, "claude-sonnet-4.6", "[REDACTED]", "[REDACTED]", None, 2_000_000_000.0,
+             **{"gen_ai.usage.cache_read_input_tokens": 900}),
+        chat(ONLY, 30, "gpt-5.6-sol", 8000, 50, 0, 800_000_000.0),
+        *extra,
+    ]
+    (otel / "copilot-otel.jsonl").write_text("\n".join(lines) + "\n")
+    return home
+
+
+def test_only_chat_spans_become_requests_with_their_figures(tmp_path):
+    home = home_with_otel(tmp_path, extra=["{not json", '{"type": "span", "name": "chat x", "attributes": '
+                                                         '{"gen_ai.operation.name": "chat"}}'])
+    path = home / "otel" / "copilot-otel.jsonl"
+    res = read_otel(Source(str(path), "otel", None, str(home)), Context(run_id="r", redact=Redactor()), None)
+    got = [(r["session_id"][:1], r["model"], r["input_tokens"], r["output_tokens"], r["cache_read_tokens"],
+            r["nano_aiu"], r["request_multiplier"], r["ttft_ms"], r["duration_ms"])
+           for r in res.rows["stg_otel_requests"]]
+    assert got == [("a", "claude-sonnet-4.6", 20000, 120, 15000, 3_500_000_000, 1.0, 1500, 2000),
+                   ("a", "claude-sonnet-4.6", 21000, 120, 20000, 1_200_000_000, 1.0, 1500, 2000),
+                   ("b", "claude-sonnet-4.6", None, None, 900, 2_000_000_000, 1.0, 1500, 2000),
+                   ("c", "gpt-5.6-sol", 8000, 50, 0, 800_000_000, 1.0, 1500, 2000)]
+    assert [r["reason"].split(":")[0] for r in res.rejects] == ["line is not valid JSON",
+                                                                 "chat span names no session (gen_ai.conversation.id)"]
+
+
+def test_otel_fills_what_the_events_lack_and_counts_nothing_twice(tmp_path):
+    home = home_with_otel(tmp_path)
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [home])
+    # the killed leg (no shutdown): its two requests and exact cost from the spans, not the messages' output alone
+    assert rows(wh, "select token_source, cost_source, requests, input_tokens, nano_aiu from fct_usage_legs "
+                    "where session_id = ?", [KILLED]) == [("otel", "logged", 2, 41000, 4_700_000_000)]
+    # a leg with a shutdown keeps the shutdown's figures; the span is its request row
+    assert rows(wh, "select token_source, requests from fct_usage_legs where session_id = ?", [SHUT]) == [
+        ("shutdown", 2)]
+    assert rows(wh, "select source, count(*) from fct_requests where session_id = ? group by 1", [SHUT]) == [
+        ("otel", 1)]
+    # a session known only from its spans is one, dated by them
+    assert rows(wh, "select client, started_at is not null, sources from dim_sessions where session_id = ?",
+                [ONLY]) == [("cli", True, ["otel"])]
+    assert rows(wh, "select sources from dim_sessions where session_id = ?", [KILLED]) == [(["events", "otel"],)]
+    assert rows(wh, "select count(*) from dim_sessions") == [(3,)]
