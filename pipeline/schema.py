@@ -260,6 +260,26 @@ STAGING = [
         ("service_version", "VARCHAR", "The client's version."),
         ("_source_line", "BIGINT", "Line in the file."), *LINEAGE,
     ),
+    _t(
+        "stg_desktop_sessions", "one row per session of the desktop app's data.db", ["_source_path", "session_id"],
+        "The Copilot desktop app's `~/.copilot/data.db` `sessions` table: lifetime totals per session (a snapshot, "
+        "not requests), read in place and read-only through an allow-list (never `accounts` or `settings`).",
+        ("session_id", "VARCHAR", "`id`."), ("source_kind", "VARCHAR", "`desktop`."),
+        ("title", "VARCHAR", ""), ("mode", "VARCHAR", ""), ("model", "VARCHAR", ""),
+        ("reasoning_effort", "VARCHAR", ""), ("agent", "VARCHAR", ""), ("permission_mode", "VARCHAR", ""),
+        ("created_at", "VARCHAR", "ISO-8601 UTC."), ("updated_at", "VARCHAR", ""), ("archived_at", "VARCHAR", ""),
+        ("total_input_tokens", "BIGINT", ""), ("total_output_tokens", "BIGINT", ""),
+        ("total_cached_tokens", "BIGINT", ""), ("total_reasoning_tokens", "BIGINT", ""),
+        ("total_nano_aiu", "BIGINT", "The session's cost so far, in nano-AIU."),
+        ("total_agent_merge_nano_aiu", "BIGINT", "As the app writes it."),
+        ("context_input_token_limit", "BIGINT", ""), *LINEAGE,
+    ),
+    _t(
+        "stg_desktop_context", "one row per data.db session_context_usage row", ["_source_path", "session_id", "ts_ms"],
+        "The desktop app's context-window series: how full each session's context was, over time.",
+        ("session_id", "VARCHAR", ""), ("ts_ms", "BIGINT", "Epoch milliseconds."),
+        ("current_tokens", "BIGINT", ""), ("token_limit", "BIGINT", ""), *LINEAGE,
+    ),
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -445,6 +465,8 @@ STAR = [
                                     "shutdown minus the previous one) | shutdown_messages (a shutdown whose per-model "
                                     "figures leave requests out, filled from the messages: input unknown) | "
                                     "debug_log (VS Code agent debug log calls) | otel (OpenTelemetry chat spans) | "
+                                    "desktop_totals (the desktop app's lifetime totals, for a session nothing else "
+                                    "records: requests unknown) | "
                                     "store_usage_events | usage_events | message_output_tokens (no shutdown: "
                                     "the messages' outputTokens)"),
         ("cost_source", "VARCHAR", "logged | estimated | unknown"),

@@ -42,6 +42,8 @@ KINDS: dict[str, SourceKind] = {k.name: k for k in (
     SourceKind("session_store", "cli", "session-store.db (+ -wal)", fingerprint="sqlite", row_kinds=("store",),
                precedence={"store": 2}),
     SourceKind("orphan_wal", "cli", "session-store.db-wal without its database"),
+    SourceKind("desktop_db", "cli", "data.db (the desktop app: totals per session; read in place, read-only, "
+               "through an allow-list)", fingerprint="sqlite", row_kinds=("desktop",)),
     SourceKind("otel", "cli", "otel/*.jsonl (an OpenTelemetry file export: COPILOT_OTEL_FILE_EXPORTER_PATH)",
                row_kinds=("otel",)),
     # VS Code (a session folder's vscode.metadata.json, and the User folder)

@@ -71,6 +71,9 @@ def discover_copilot_home(root: Path, finder: Finder | None = None) -> list[Sour
         for entry in finder.entries(hist.path):
             if entry.name.endswith(".json") and finder.is_file(entry):
                 out.append(Source(entry.path, "history_json", history_session_id(entry.path), r))
+    desktop = top.get("data.db")  # the desktop app's store (extract/desktop.py)
+    if desktop is not None and finder.is_file(desktop):
+        out.append(Source(desktop.path, "desktop_db", None, r))
     otel = top.get("otel")  # OpenTelemetry file exports (extract/otel.py), where people point them
     if otel is not None and finder.is_dir(otel):
         out.extend(Source(e.path, "otel", None, r) for e in finder.entries(otel.path)

@@ -442,9 +442,9 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
     ids = pl.concat([f.select("session_id") for f in stg.values() if "session_id" in f.columns]).unique()
     ids = ids.filter(pl.col("session_id").is_not_null())
     cols = ["title", "summary", "host_type", "client_name", "created_at", "updated_at", "first_user_message"]
-    ws, vs, st, vc, vt, vi, vd, ot = (_meta(meta, k, cols) for k in (
+    ws, vs, st, vc, vt, vi, vd, ot, dk = (_meta(meta, k, cols) for k in (
         "workspace_yaml", "vscode_metadata", "store", "vscode_chat", "vscode_transcript", "vscode_index",
-        "vscode_debug_log", "otel"))
+        "vscode_debug_log", "otel", "desktop"))
     ctx = _start_context(ev)
     t = pl.col("event_type")
     ev_stats = ev.group_by("session_id").agg(
@@ -485,7 +485,8 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
         pl.col("src").unique().sort().alias("sources"))
 
     df = ids
-    for f in (ws, vs, st, vc, vt, vi, vd, ot, ctx.select("session_id", "copilot_version", "ev_start_time", "producer"),
+    for f in (ws, vs, st, vc, vt, vi, vd, ot, dk,
+              ctx.select("session_id", "copilot_version", "ev_start_time", "producer"),
               where, ev_stats, active, first_prompt, t_stats, c_stats, u_models, sources):
         df = df.join(f, on="session_id", how="left")
     df = df.with_columns(pl.col(c).fill_null(0) for c in (
@@ -504,7 +505,8 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
     agent_host = pl.any_horizontal(pl.col(f"{k}_client_name").str.starts_with("vscode")
                                    for k in ("workspace_yaml", "store", "vscode_metadata"))
     df = df.with_columns(
-        pl.coalesce(*map(one_line, ("vscode_metadata_title", "vscode_chat_title", "workspace_yaml_title",
+        pl.coalesce(*map(one_line, ("vscode_metadata_title", "vscode_chat_title", "desktop_title",
+                                    "workspace_yaml_title",
                                     "workspace_yaml_summary", "store_summary", "vscode_index_title", "first_prompt",
                                     "vscode_metadata_first_user_message"))).alias("title"),
         pl.coalesce("workspace_yaml_summary", "store_summary").alias("summary"),
@@ -515,11 +517,13 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
                           parse_ts(pl.col("store_created_at")), "first_turn_at",
                           parse_ts(pl.col("vscode_index_created_at")),
                           parse_ts(pl.col("vscode_debug_log_created_at")),
-                          parse_ts(pl.col("otel_created_at"))).alias("started_at"),
+                          parse_ts(pl.col("otel_created_at")), parse_ts(pl.col("desktop_created_at")))
+        .alias("started_at"),
         pl.max_horizontal("ev_last_at", "t_end", parse_ts(pl.col("workspace_yaml_updated_at")),
                           parse_ts(pl.col("store_updated_at")), parse_ts(pl.col("vscode_index_updated_at")),
                           parse_ts(pl.col("vscode_debug_log_updated_at")),
-                          parse_ts(pl.col("otel_updated_at"))).alias("ended_at"),
+                          parse_ts(pl.col("otel_updated_at")), parse_ts(pl.col("desktop_updated_at")))
+        .alias("ended_at"),
         pl.concat_list(pl.col("ev_models").fill_null([]), pl.col("u_models").fill_null([]))
         .list.unique().list.sort().alias("models"),
         pl.col("sources").fill_null([]),
@@ -700,7 +704,8 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
         pl.col("n_tool_calls").fill_null(0)).sort("session_id", "turn_index")
     versions = dict(_start_context(ev).select("session_id", "copilot_version").iter_rows())
     requests, legs, use = usage_model.build_usage(ev, stg["stg_store_usage"], turns, versions, tools,
-                                                  stg.get("stg_debug_requests"), stg.get("stg_otel_requests"))
+                                                  stg.get("stg_debug_requests"), stg.get("stg_otel_requests"),
+                                                  stg.get("stg_desktop_sessions"))
     if present is None:  # every source of the batch is on disk
         present = pl.concat([f.select(pl.col("_source_path").cast(pl.String).alias("source_path"), "session_id")
                              for f in stg.values() if "_source_path" in f.columns and "session_id" in f.columns])

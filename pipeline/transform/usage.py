@@ -377,8 +377,8 @@ def _difference(cur: dict[str, dict], prev: dict[str, dict] | None) -> dict[str,
 
 def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame,
                 versions: dict[str, str | None], tools: pl.DataFrame | None = None,
-                debug: pl.DataFrame | None = None,
-                otel: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+                debug: pl.DataFrame | None = None, otel: pl.DataFrame | None = None,
+                desktop: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(fct_requests, fct_usage_legs, fct_usage) frames from annotated events (see ``annotate``),
     session-store.db usage rows, VS Code debug log requests (``debug``) and the turns (to place store and
     debug rows in a turn); a leg spans its tool events (``tools``, with their ``leg_index``) too."""
@@ -446,12 +446,47 @@ def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame
             leg_rows = [dict(leg_rows[0], started_at=min((r["requested_at"] for r in s["req"][1]
                                                           if r["requested_at"]), default=None))]
         rows.extend(_session_legs(sid, leg_rows, s, sid in has_tokens, versions.get(sid)))
+    rows.extend(_desktop_legs(desktop, {r["session_id"] for r in rows}))
     leg_frame = pl.DataFrame(rows, schema=LEG_SCHEMA) if rows else pl.DataFrame(schema=LEG_SCHEMA)
     if not premium_of.is_empty():
         leg_frame = leg_frame.join(premium_of, on=["session_id", "leg_index", "model"], how="left").with_columns(
             pl.when(pl.col("token_source") == "debug_log").then(pl.col("_premium"))
             .otherwise(pl.col("premium_requests")).alias("premium_requests")).drop("_premium")
     return requests.drop("obs_index"), leg_frame, rollup(leg_frame)
+
+
+def _desktop_legs(desktop: pl.DataFrame | None, known: set[str]) -> list[dict]:
+    """A leg from the desktop app's lifetime totals, for a session no other source records any usage of (its
+    events and store rows deleted): its tokens and logged cost, requests unknown. Never beside other figures:
+    the totals count the same requests."""
+    if desktop is None or desktop.is_empty():
+        return []
+    out = []
+    for r in desktop.unique("session_id", keep="last", maintain_order=True).iter_rows(named=True):
+        if r["session_id"] in known or not any(r[k] is not None for k in (
+                "total_input_tokens", "total_output_tokens", "total_nano_aiu")):
+            continue
+        at = parse_ts_value(r["updated_at"]) or parse_ts_value(r["created_at"])
+        nano = r["total_nano_aiu"]
+        credits = None if nano is None else (Decimal(nano) / prices.NANO_PER_CREDIT).quantize(prices.CREDIT_PLACES)
+        out.append({"session_id": r["session_id"], "leg_index": 1, "model": r["model"] or UNKNOWN_MODEL,
+                    "started_at": parse_ts_value(r["created_at"]), "used_at": at, "requests": None,
+                    "input_tokens": r["total_input_tokens"], "output_tokens": r["total_output_tokens"],
+                    "cache_read_tokens": r["total_cached_tokens"], "cache_write_tokens": None,
+                    "reasoning_tokens": r["total_reasoning_tokens"], "premium_requests": None, "nano_aiu": nano,
+                    "ai_credits": credits,
+                    "cost_usd": None if credits is None else (credits * prices.USD_PER_CREDIT).quantize(
+                        prices.USD_PLACES),
+                    "token_source": "desktop_totals", "cost_source": "logged" if nano is not None else "unknown",
+                    "price_ref": None, "is_auto": False})
+    return out
+
+
+def parse_ts_value(text: str | None):
+    """One ISO-8601 text as a UTC datetime (None when it is none)."""
+    if not text:
+        return None
+    return pl.select(parse_ts(pl.lit(text))).item()
 
 
 def _debug_premium(uev: pl.DataFrame, store: pl.DataFrame) -> pl.DataFrame:

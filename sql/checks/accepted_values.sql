@@ -30,7 +30,7 @@ from fct_usage
 where
     not list_has_all(
         [
-            'debug_log', 'store_usage_events', 'otel', 'usage_events', 'shutdown', 'shutdown_delta',
+            'debug_log', 'store_usage_events', 'otel', 'usage_events', 'desktop_totals', 'shutdown', 'shutdown_delta',
             'shutdown_messages', 'message_output_tokens'
         ],
         string_split(usage_source, '+')
@@ -42,7 +42,7 @@ select
 from fct_usage_legs
 where
     token_source not in (
-        'debug_log', 'store_usage_events', 'otel', 'usage_events', 'shutdown', 'shutdown_delta',
+        'debug_log', 'store_usage_events', 'otel', 'usage_events', 'desktop_totals', 'shutdown', 'shutdown_delta',
         'shutdown_messages', 'message_output_tokens'
     )
 union all
