@@ -120,9 +120,11 @@ def _parser() -> argparse.ArgumentParser:
     mo.add_argument("--warehouse", default=None)
 
     us = sub.add_parser("usage", help="requests, tokens, premium requests, AI credits and dollars by day, week, "
-                                      "month, session, model or project")
-    us.add_argument("--by", choices=["day", "week", "month", "session", "model", "project"], default=None,
-                    help="what a row is (default day; with --budget, month)")
+                                      "month, session, model, project, agent or skill")
+    us.add_argument("--by", choices=["day", "week", "month", "session", "model", "project", "agent", "skill"],
+                    default=None, help="what a row is (default day; with --budget, month); agent and skill count "
+                                       "the single requests (fct_requests): main or the sub-agent that made each, "
+                                       "and the skill last invoked in its turn")
     us.add_argument("--since", metavar="WHEN", help="first UTC day to count: YYYY-MM-DD, today, yesterday, 7d, "
                                                     "30d (the last N days), this-week, this-month, last-month")
     us.add_argument("--until", metavar="WHEN", help="last UTC day to count: YYYY-MM-DD, today, yesterday, "
@@ -187,6 +189,7 @@ EXAMPLES = {
     "models": ["python -m pipeline models"],
     "usage": ["python -m pipeline usage --by month --since last-month",
               "python -m pipeline usage --by session --since 7d",
+              "python -m pipeline usage --by agent --since this-month   # main and each sub-agent",
               "python -m pipeline usage --budget 20 --by month   # exit 1 when over",
               "python -m pipeline usage --status                 # one line for a status bar"],
     "query": ["python -m pipeline query \"select title, n_turns from dim_sessions order by started_at desc limit 5\"",

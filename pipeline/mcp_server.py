@@ -195,7 +195,8 @@ def build_server(warehouse: str | Path):
         return guarded(session_view, session_id, max_prompts)
 
     @server.tool(description="Copilot requests, tokens, premium requests, AI credits and dollars by day, week, "
-                             "month, session, model or project, with a total; since as YYYY-MM-DD, today, "
+                             "month, session, model, project, agent (main or a sub-agent) or skill, with a total; "
+                             "since as YYYY-MM-DD, today, "
                              "yesterday, 7d, 30d, this-week, this-month or last-month (UTC days); until as "
                              "YYYY-MM-DD, today, yesterday or last-month; what a sum leaves out is in each row's "
                              "`unknown`.")

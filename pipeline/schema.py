@@ -442,6 +442,15 @@ STAR = [
         ("source", "VARCHAR", "debug_log | store_usage_events | otel | usage_events | messages"),
         ("duration_ms", "BIGINT", "How long the request took, when logged (VS Code debug logs, the store)."),
         ("ttft_ms", "BIGINT", "Time to the first token, when logged (VS Code debug logs)."),
+        ("agent", "VARCHAR", "`main`, or the sub-agent that made the request (the debug log's label, the "
+                             "`subagent.started` agentName, the `task` call's agent_type); NULL when the source "
+                             "cannot tell."),
+        ("skill", "VARCHAR", "The skill last invoked in the request's turn before it (an attribution: the logs do "
+                             "not record a skill per request); NULL before any."),
+        ("ai_credits", "DECIMAL(38,9)", "The request's cost: logged (nano_aiu), else estimated from the price "
+                                        "table when its input and output tokens are known, else NULL."),
+        ("cost_usd", "DECIMAL(38,11)", "ai_credits x $0.01."),
+        ("cost_source", "VARCHAR", "logged | estimated | unknown"),
     ),
     _t(
         "fct_usage_legs", "one row per session x leg x model", ["session_id", "leg_index", "model"],
@@ -865,8 +874,9 @@ BOOKKEEPING.append(_t(
 # Bumped when a new version reads sources differently or changes a column's type: a warehouse
 # written with an older format is upgraded on the next ingest (column types altered, every source
 # still on disk read again, every session's star rows rebuilt; rows of sources gone from disk kept).
-FORMAT_VERSION = 5  # 4: stg_events.result_head, result_chars, result_md5; _source_files.prefix_digest;
-# 5: VS Code tool outputs, statuses and answering models, CLI skill messages and binary assets as staged
+FORMAT_VERSION = 6  # 4: stg_events.result_head, result_chars, result_md5; _source_files.prefix_digest;
+# 5: VS Code tool outputs, statuses and answering models, CLI skill messages and binary assets as staged;
+# 6: fct_requests' agent, skill and per-request cost (every session's star rebuilt)
 
 # views over the tables, created by warehouse.ensure_schema: documented like tables, never exported
 VIEWS = [_t(

@@ -16,7 +16,8 @@ from decimal import Decimal
 import duckdb
 from wcwidth import wcswidth
 
-BY = ("day", "week", "month", "session", "model", "project")
+BY = ("day", "week", "month", "session", "model", "project", "agent", "skill")
+# by agent and by skill: from the single requests (fct_requests), the only rows that say which agent made them
 # the columns that name a row, and what they group by: weeks as ISO weeks (2026-W12), months as 2026-03;
 # a session with its first day, project and title, in date order
 _KEYS = {
@@ -26,7 +27,15 @@ _KEYS = {
     "session": (["session_id", "project", "title"], ["legs.session_id", "projects.name", "sessions.title"]),
     "model": (["model"], ["legs.model"]),
     "project": (["project"], ["projects.name"]),
+    "agent": (["agent"], ["coalesce(legs.agent, '(unknown)')"]),
+    "skill": (["skill"], ["coalesce(legs.skill, '(none)')"]),
 }
+# the requests as the leg columns the figures read (one row, one request)
+_REQUESTS = """(
+    select r.session_id, s.project_id, r.requested_at::date as day, r.model, r.agent, r.skill, 1 as requests,
+           r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens,
+           r.request_multiplier::decimal(38, 6) as premium_requests, r.ai_credits, r.cost_usd, r.cost_source
+    from fct_requests as r join dim_sessions as s using (session_id))"""
 FIGURES = ["sessions", "requests", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
            "premium_requests", "ai_credits", "cost_usd"]
 
@@ -90,7 +99,7 @@ def usage_table(con: duckdb.DuckDBPyConnection, by: str = "day", since: date | N
             (count(*) filter (where legs.premium_requests is null and legs.requests > 0))::integer
                 as unknown_premium,
             grouping({exprs[0]}) as is_total
-        from int_usage_legs as legs
+        from {_REQUESTS if by in ("agent", "skill") else "int_usage_legs"} as legs
         join dim_sessions as sessions on legs.session_id = sessions.session_id
         join dim_projects as projects on legs.project_id = projects.project_id
         where {' and '.join(where)}
@@ -101,9 +110,10 @@ def usage_table(con: duckdb.DuckDBPyConnection, by: str = "day", since: date | N
     cols = [d[0] for d in rel.description]
     out = [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
     rows, total = [], dict.fromkeys([*names, *FIGURES], None) | {"sessions": 0, "requests": 0, "unknown": ""}
+    unit = "request" if by in ("agent", "skill") else "leg"
     for r in out:
         r["unknown"] = _unknown_note(r.pop("unknown_input"), r.pop("unknown_cost"), r.pop("estimated_cost"),
-                                     r.pop("unknown_premium"))
+                                     r.pop("unknown_premium"), unit)
         if r.pop("is_total"):
             total = r
         else:
@@ -196,18 +206,19 @@ def status_line(con: duckdb.DuckDBPyConnection, today: date) -> str:
     return "Copilot " + " · ".join(parts)
 
 
-def _unknown_note(unknown_input: int, unknown_cost: int, estimated: int, unknown_premium: int = 0) -> str:
-    """What the sums leave out: legs whose input tokens, cost or premium requests no source records, and
-    estimates."""
+def _unknown_note(unknown_input: int, unknown_cost: int, estimated: int, unknown_premium: int = 0,
+                  unit: str = "leg") -> str:
+    """What the sums leave out: legs (or requests) whose input tokens, cost or premium requests no source
+    records, and estimates."""
     parts = []
     if unknown_input:
-        parts.append(f"{unknown_input} leg{'s' if unknown_input != 1 else ''} without input")
+        parts.append(f"{unknown_input} {unit}{'s' if unknown_input != 1 else ''} without input")
     if unknown_cost:
         parts.append(f"{unknown_cost} without cost" if unknown_input else
-                     f"{unknown_cost} leg{'s' if unknown_cost != 1 else ''} without cost")
+                     f"{unknown_cost} {unit}{'s' if unknown_cost != 1 else ''} without cost")
     if unknown_premium:
         parts.append(f"{unknown_premium} without premium requests" if parts else
-                     f"{unknown_premium} leg{'s' if unknown_premium != 1 else ''} without premium requests")
+                     f"{unknown_premium} {unit}{'s' if unknown_premium != 1 else ''} without premium requests")
     if estimated:
         parts.append(f"{estimated} estimated")
     return ", ".join(parts)
@@ -254,10 +265,16 @@ def render(table: UsageTable, fmt: str, width: int | None = None) -> str:
     body = [line(headers), rule, *(line(r) for r in cells[:-1]), rule, line(cells[-1])]
     if not table.rows:
         body.insert(2, "(no usage recorded for these filters)")
-    body.append("Days are UTC; 1 AI credit = $0.01. A leg is a session's run from its start or a resume to its "
-                "shutdown. Premium requests: the billing unit before June 2026 (requests x model multiplier). "
-                "— : no source records the figure; sums count the legs that record it (see the last "
-                "column).")
+    if table.by in ("agent", "skill"):
+        body.append("Days are UTC; 1 AI credit = $0.01. Rows are the single requests the logs record (fct_requests): "
+                    "a request's cost is logged, else estimated from its tokens, else unknown; a skill is the one "
+                    "last invoked in the request's turn. — : no source records the figure; sums count the requests "
+                    "that record it (see the last column).")
+    else:
+        body.append("Days are UTC; 1 AI credit = $0.01. A leg is a session's run from its start or a resume to its "
+                    "shutdown. Premium requests: the billing unit before June 2026 (requests x model multiplier). "
+                    "— : no source records the figure; sums count the legs that record it (see the last "
+                    "column).")
     return "\n".join(body) + "\n"
 
 

@@ -34,6 +34,7 @@ AUTO_RESOLVED = "session.auto_mode_resolved"
 TURN_START = "assistant.turn_start"
 SESSION_INFO = "session.info"
 SUBAGENT_STARTED = "subagent.started"
+SKILL_INVOKED = "skill.invoked"
 FILE_EDITED = "vscode.file_edited"  # synthesized by the VS Code reader: one entry of a request's editedFileEvents
 TOOL_COMPLETIONS = (TOOL_COMPLETE, TOOL_END)
 
@@ -45,7 +46,7 @@ KNOWN_TYPES = frozenset({
     "session.compaction_start", "session.truncation", "session.usage_checkpoint", "session.handoff",
     "session.auto_mode_resolved", "session.context_cleared", "session.title_changed",
     "assistant.turn_start", "assistant.turn_end", "system.message", "system.notification", ABORT,
-    "tool.user_requested", "skill.invoked", "hook.start", "hook.end", "subagent.started",
+    "tool.user_requested", SKILL_INVOKED, "hook.start", "hook.end", "subagent.started",
     "subagent.completed", "subagent.failed", "subagent.selected", "subagent.deselected",
     "permission.requested", "permission.completed", "external_tool.requested", "external_tool.completed",
     FILE_EDITED, BINARY_ASSET,

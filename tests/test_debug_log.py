@@ -112,8 +112,11 @@ def test_debug_log_calls_replace_the_chat_sessions_own_figures_and_cost_is_logge
         ("gpt-4o-mini", 1, 1600, 0, 70, 0, "logged", "debug_log", 0.0),
         ("gpt-5.6-luna", 1, 2200, 0, 80, 66_000_000, "logged", "debug_log", None)]
     assert float(rows(wh, "select sum(ai_credits) from fct_usage where session_id = ?", [SID])[0][0]) == 6.566
-    # the calls are placed in the prompt they answered
+    # the calls are placed in the prompt they answered, each with its agent and its logged cost
     assert rows(wh, "select distinct turn_index from fct_requests") == [(0,)]
+    assert [(a, n, c, float(x)) for a, n, c, x in rows(
+        wh, "select agent, count(*), min(cost_source), sum(ai_credits) from fct_requests group by 1 order by 1")] == [
+        ("executionSubagent", 1, "logged", 0.066), ("main", 3, "logged", 6.5)]
 
 
 def test_a_debug_log_alone_is_a_session_and_a_stub_is_none(tmp_path):

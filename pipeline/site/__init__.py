@@ -47,6 +47,7 @@ def _env() -> Environment:
     env.filters.update(ts=fmt_ts, num=fmt_num, credits=fmt_credits, usd=fmt_usd, duration=fmt_duration, ms=fmt_ms,
                        md=markdown, page=page_name)
     env.globals.update(plural=plural, premium=fmt_premium, cost=fmt_cost, unknown_note=wiki_pages.unknown_note,
+                       shows_split=wiki_pages.shows_split,
                        USAGE_NOTE=wiki_pages.USAGE_NOTE)
     return env
 

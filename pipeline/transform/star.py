@@ -706,6 +706,8 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
     requests, legs, use = usage_model.build_usage(ev, stg["stg_store_usage"], turns, versions, tools,
                                                   stg.get("stg_debug_requests"), stg.get("stg_otel_requests"),
                                                   stg.get("stg_desktop_sessions"))
+    auto = {(r[0], r[1]) for r in legs.filter(pl.col("is_auto")).select("session_id", "leg_index").iter_rows()}
+    requests = usage_model.attribute(usage_model.request_costs(requests, auto), calls, ev)
     if present is None:  # every source of the batch is on disk
         present = pl.concat([f.select(pl.col("_source_path").cast(pl.String).alias("source_path"), "session_id")
                              for f in stg.values() if "_source_path" in f.columns and "session_id" in f.columns])

@@ -39,6 +39,7 @@ from ..vocabulary import (
     SESSION_RESUME,
     SESSION_SHUTDOWN,
     SESSION_START,
+    SKILL_INVOKED,
     SUBAGENT_STARTED,
     TURN_START,
     USAGE_CHECKPOINT,
@@ -53,7 +54,7 @@ LEG_STARTS = (SESSION_START, SESSION_RESUME)
 UNKNOWN_MODEL = "(unknown)"
 # event types whose `extra` the usage transform reads (see star.EVENT_TEXT_USED)
 USAGE_EXTRA = (SESSION_START, SESSION_RESUME, SESSION_SHUTDOWN, USAGE_CHECKPOINT, MODEL_CHANGE, AUTO_RESOLVED,
-               SUBAGENT_STARTED, ASSISTANT_USAGE)
+               SUBAGENT_STARTED, ASSISTANT_USAGE, SKILL_INVOKED)
 # the CLI version from which shutdowns were seen to be cumulative; used only when the log cannot tell
 CUMULATIVE_FROM = (1, 0, 61)
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
@@ -66,7 +67,8 @@ REQUEST_SCHEMA = {"session_id": pl.String, "request_id": pl.String, "leg_index":
                   "output_tokens": pl.Int64, "cache_read_tokens": pl.Int64, "cache_write_tokens": pl.Int64,
                   "reasoning_tokens": pl.Int64, "nano_aiu": pl.Int64, "request_multiplier": pl.Float64,
                   "initiator": pl.String, "is_subagent": pl.Boolean, "source": pl.String,
-                  "selected_model": pl.String, "duration_ms": pl.Int64, "ttft_ms": pl.Int64}
+                  "selected_model": pl.String, "duration_ms": pl.Int64, "ttft_ms": pl.Int64,
+                  "_parent": pl.String, "_agent": pl.String}
 LEG_SCHEMA = {"session_id": pl.String, "leg_index": pl.Int32, "model": pl.String,
               "started_at": pl.Datetime("us", "UTC"), "used_at": pl.Datetime("us", "UTC"), "requests": pl.Int64,
               "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cache_read_tokens": pl.Int64,
@@ -161,7 +163,8 @@ def message_requests(ev: pl.DataFrame) -> pl.DataFrame:
                  pl.col("sel_model").drop_nulls().first().alias("selected_model"),
                  pl.when(pl.col("output_tokens").is_not_null().any()).then(pl.col("output_tokens").sum())
                  .alias("output_tokens"),
-                 pl.col("parent_tool_call_id").is_not_null().any().alias("is_subagent"))
+                 pl.col("parent_tool_call_id").is_not_null().any().alias("is_subagent"),
+                 pl.col("parent_tool_call_id").drop_nulls().first().alias("_parent"))
             .with_columns(pl.lit("messages").alias("source")))
 
 
@@ -181,7 +184,7 @@ def usage_event_requests(ev: pl.DataFrame) -> pl.DataFrame:
         _json_num(x, "$.cost", pl.Float64).alias("request_multiplier"),
         x.str.json_path_match("$.initiator").alias("initiator"),
         pl.col("parent_tool_call_id").is_not_null().alias("is_subagent"),
-        pl.lit("usage_events").alias("source"))
+        pl.lit("usage_events").alias("source"), pl.col("parent_tool_call_id").alias("_parent"))
 
 
 def store_requests(store_usage: pl.DataFrame, legs: pl.DataFrame, turns: pl.DataFrame) -> pl.DataFrame:
@@ -200,7 +203,7 @@ def store_requests(store_usage: pl.DataFrame, legs: pl.DataFrame, turns: pl.Data
         *_TOKENS, pl.col("total_nano_aiu").alias("nano_aiu"), "request_multiplier", "initiator",
         (pl.col("agent_id").is_not_null() | pl.col("parent_tool_call_id").is_not_null()).alias("is_subagent"),
         pl.lit("store_usage_events").alias("source"), "duration_ms", pl.lit(None, pl.Int64).alias("ttft_ms"),
-        pl.col("row_id").alias("_row"),
+        pl.col("parent_tool_call_id").alias("_parent"), pl.col("row_id").alias("_row"),
     )
     return _place(st, legs, turns)
 
@@ -224,7 +227,8 @@ def debug_requests(debug: pl.DataFrame, legs: pl.DataFrame, turns: pl.DataFrame)
         pl.lit(None, pl.Int64).alias("reasoning_tokens"), "nano_aiu",
         pl.lit(None, pl.Float64).alias("request_multiplier"), pl.col("debug_name").alias("initiator"),
         pl.col("is_subagent").fill_null(False), pl.lit("debug_log").alias("source"), "duration_ms", "ttft_ms",
-        pl.col("_source_line").alias("_row"),
+        pl.when(pl.col("is_subagent")).then(pl.coalesce("agent", pl.lit("subagent"))).otherwise(pl.lit("main"))
+        .alias("_agent"), pl.col("_source_line").alias("_row"),
     )
     return _place(d, legs, turns)
 
@@ -761,3 +765,81 @@ def rollup(legs: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("cost_source") == "unknown").then(None).otherwise(pl.col("ai_credits")).alias("ai_credits"),
         pl.when(pl.col("cost_source") == "unknown").then(None).otherwise(pl.col("cost_usd")).alias("cost_usd"),
     ).sort("session_id", "model")
+
+
+# ------------------------------------------------------------------------------------------ per request
+def request_costs(requests: pl.DataFrame, auto: set[tuple[str, int]] | None = None) -> pl.DataFrame:
+    """Each request's AI credits and dollars: logged (its nano-AIU), else estimated from the price table when
+    its input and output tokens are known, else unknown (NULL); ``cost_source`` says which. ``auto``: the
+    (session, leg) pairs on auto model selection (10% off estimates)."""
+    auto = auto or set()
+    credits, sources = [], []
+    for r in requests.select("session_id", "leg_index", "model", "requested_at", "nano_aiu", *_TOKENS).iter_rows(
+            named=True):
+        if r["nano_aiu"] is not None:
+            credits.append((Decimal(r["nano_aiu"]) / prices.NANO_PER_CREDIT).quantize(prices.CREDIT_PLACES))
+            sources.append("logged")
+            continue
+        rates = None
+        if r["input_tokens"] is not None and r["output_tokens"] is not None and r["model"] != UNKNOWN_MODEL:
+            rates = prices.rates(r["model"], r["requested_at"].date() if r["requested_at"] else None)
+        if rates is None:
+            credits.append(None)
+            sources.append("unknown")
+            continue
+        usd = rates.usd(r["input_tokens"], r["output_tokens"], r["cache_read_tokens"], r["cache_write_tokens"],
+                        (r["session_id"], r["leg_index"]) in auto)
+        credits.append((usd / prices.USD_PER_CREDIT).quantize(prices.CREDIT_PLACES))
+        sources.append("estimated")
+    return requests.with_columns(
+        pl.Series("ai_credits", credits, dtype=pl.Decimal(38, 9)),
+        pl.Series("cost_source", sources, dtype=pl.String),
+    ).with_columns((pl.col("ai_credits") * Decimal("0.01")).cast(pl.Decimal(38, 11)).alias("cost_usd"))
+
+
+def attribute(requests: pl.DataFrame, calls: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
+    """Each request's ``agent`` - ``main``, or the sub-agent that made it: the debug log's label, else the
+    ``agentName`` of the ``subagent.started`` event, else the ``agent_type`` / ``name`` of the ``task`` call
+    that started it (NULL where the source cannot tell, an OpenTelemetry span) - and its ``skill``: the skill
+    last invoked in the request's turn before it (a ``skill`` tool call's ``skill`` argument, or a
+    ``skill.invoked`` event's folder name), NULL before any. The skill is an attribution, not something the
+    logs record per request."""
+    requests = requests.with_columns(pl.lit(None, pl.String).alias(c) for c in ("_agent", "_parent")
+                                     if c not in requests.columns)
+    started = ev.filter(pl.col("event_type") == SUBAGENT_STARTED).select(
+        pl.col("session_id"), pl.col("tool_call_id").alias("_parent"),
+        pl.col("extra").str.json_path_match("$.agentName").alias("_started_name"))
+    started = started.filter(pl.col("_parent").is_not_null()).unique(["session_id", "_parent"], keep="first")
+    tasks = calls.filter(pl.col("tool_name").is_in(["task", "runSubagent"]) & pl.col("arguments").is_not_null()) \
+        .select("session_id", pl.col("tool_call_id").alias("_parent"),
+                pl.coalesce(pl.col("arguments").str.json_path_match("$.agent_type"),
+                            pl.col("arguments").str.json_path_match("$.name")).alias("_task_name")) \
+        .unique(["session_id", "_parent"], keep="first")
+    r = requests.join(started, on=["session_id", "_parent"], how="left") \
+        .join(tasks, on=["session_id", "_parent"], how="left")
+    r = r.with_columns(
+        pl.coalesce("_agent", pl.when(pl.col("is_subagent") == True).then(  # noqa: E712
+            pl.coalesce("_started_name", "_task_name", pl.lit("subagent")))
+            .when(pl.col("is_subagent") == False).then(pl.lit("main"))).alias("agent"))  # noqa: E712
+    skills = pl.concat([
+        calls.filter((pl.col("tool_name") == "skill") & pl.col("arguments").is_not_null()).select(
+            "session_id", "turn_index", pl.coalesce("started_at", "requested_at").alias("_at"),
+            pl.col("arguments").str.json_path_match("$.skill").alias("_skill")),
+        ev.filter(pl.col("event_type") == SKILL_INVOKED).select(
+            "session_id", "turn_index", pl.col("at").alias("_at"),
+            pl.coalesce(pl.col("extra").str.json_path_match("$.name"),
+                        pl.col("extra").str.json_path_match("$.path").str.extract(r"([^/\\]+)[/\\]SKILL\.md$", 1))
+            .alias("_skill")),
+    ]).filter(pl.col("_skill").is_not_null() & pl.col("_at").is_not_null() & pl.col("turn_index").is_not_null()) \
+        .sort("session_id", "turn_index", "_at")
+    keyed = r.with_row_index("_i")
+    timed = keyed.filter(pl.col("requested_at").is_not_null() & pl.col("turn_index").is_not_null()) \
+        .sort("session_id", "turn_index", "requested_at")
+    if skills.is_empty() or timed.is_empty():
+        picked = keyed.select("_i", pl.lit(None, pl.String).alias("skill"))
+    else:
+        picked = timed.join_asof(skills, left_on="requested_at", right_on="_at", by=["session_id", "turn_index"],
+                                 strategy="backward", check_sortedness=False).select("_i",
+                                                                                      pl.col("_skill").alias("skill"))
+    return keyed.join(picked, on="_i", how="left").sort("_i").drop(
+        "_i", "_parent", "_agent", "_started_name", "_task_name")

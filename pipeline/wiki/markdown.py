@@ -103,14 +103,14 @@ def fmt_usd(v: object) -> str:
     return "" if v is None else f"${v:,.2f}"
 
 
-def fmt_cost(usd: object, n_unknown: int | None = 0, money: bool = True) -> str:
-    """A cost as every page and `usage` show it: the known sum, and how many legs it leaves out ("$7.49 + 1
-    leg unknown"); "unknown" when no leg's cost is known; empty when there was no request."""
+def fmt_cost(usd: object, n_unknown: int | None = 0, money: bool = True, unit: str = "leg") -> str:
+    """A cost as every page and `usage` show it: the known sum, and how many legs (or requests) it leaves out
+    ("$7.49 + 1 leg unknown"); "unknown" when no leg's cost is known; empty when there was no request."""
     n = n_unknown or 0
     if usd is None:
         return "unknown" if n else ""
     text = f"${usd:,.2f}" if money else f"{usd:,.2f}"
-    return text + (f" + {n} leg{'s' if n != 1 else ''} unknown" if n else "")
+    return text + (f" + {n} {unit}{'s' if n != 1 else ''} unknown" if n else "")
 
 
 def month_range(months: Iterable[date]) -> list:

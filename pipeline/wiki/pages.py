@@ -402,6 +402,7 @@ def _session_head(data: WikiData, s: dict) -> list[str]:
         parts.append("An empty figure is one no source records (a leg without a shutdown has no input tokens); "
                      "premium requests marked ≥ leave out legs that do not record them; a cost \"+ n legs "
                      "unknown\" is the sum of the legs whose cost is known. Per leg: `fct_usage_legs`.\n")
+        parts += split_section(data.session_split.get(sid, []))
     if checkpoints:
         parts.append("## Checkpoints\n")
         for c in checkpoints:
@@ -412,6 +413,28 @@ def _session_head(data: WikiData, s: dict) -> list[str]:
                 if c[key]:
                     parts.append(f"**{label}**\n\n{quoted(c[key])}\n")
     return parts
+
+
+def shows_split(split: list[dict]) -> bool:
+    """Whether a session's requests are worth splitting: a sub-agent or a skill among them."""
+    return any(r["split"] == "agent" and r["name"] != "main" or r["split"] == "skill" and r["name"] != "(none)"
+               for r in split)
+
+
+def split_section(split: list[dict]) -> list[str]:
+    """The session's requests by agent and by skill (when a sub-agent or a skill is among them)."""
+    if not shows_split(split):
+        return []
+    out = ["## By agent and skill\n"]
+    for kind, label in (("agent", "agent"), ("skill", "skill")):
+        rows = [r for r in split if r["split"] == kind]
+        out.append(table([label, "requests", "output", "AI credits", "USD"],
+                         [[cell(r["name"]), fmt_num(r["requests"]), fmt_num(r["output_tokens"]),
+                           fmt_cost(r["credits_known"], r["n_unknown_cost"], money=False, unit="request"),
+                           fmt_cost(r["usd_known"], r["n_unknown_cost"], unit="request")] for r in rows]) + "\n")
+    out.append("The requests the logs record one by one (`fct_requests`): the agent that made each, and the skill "
+               "last invoked in its turn before it.\n")
+    return out
 
 
 def _session_tail(data: WikiData, s: dict) -> list[str]:

@@ -64,6 +64,17 @@ SESSION_PARTS = {
         from u left join l using (session_id, model)
         order by session_id, model""",
     "memories": "select * from fct_memories where session_id is not null and {where} order by session_id, kind, path",
+    # who made the requests, and the skills they ran under (fct_requests: the requests the logs record)
+    "session_split": """with r as (select * from fct_requests where {where})
+        select session_id, 'agent' as split, coalesce(agent, '(unknown)') as name, count(*) as requests,
+               sum(output_tokens) as output_tokens, sum(ai_credits) as credits_known, sum(cost_usd) as usd_known,
+               count(*) filter (where cost_source = 'unknown') as n_unknown_cost
+        from r group by all
+        union all
+        select session_id, 'skill', coalesce(skill, '(none)'), count(*), sum(output_tokens), sum(ai_credits),
+               sum(cost_usd), count(*) filter (where cost_source = 'unknown')
+        from r group by all
+        order by session_id, split, requests desc, name""",
 }
 
 
@@ -91,6 +102,7 @@ class WikiData:
     refs: dict[str, list[dict]]
     tool_calls: dict[str, list[dict]]  # by session: fct_tool_calls with a short target (path, command, ...)
     session_usage: dict[str, list[dict]]
+    session_split: dict[str, list[dict]]  # by session: requests by agent and by skill (fct_requests)
     memories: dict[str, list[dict]]
     weekly: list[dict]  # report_activity_weekly
     tools: list[dict]  # calls per tool (the 15 most used)

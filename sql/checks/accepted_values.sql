@@ -65,6 +65,12 @@ from fct_requests
 where source not in ('debug_log', 'store_usage_events', 'otel', 'usage_events', 'messages')
 union all
 select
+    'fct_requests.cost_source' as column_name,
+    cost_source as bad_value
+from fct_requests
+where cost_source not in ('logged', 'estimated', 'unknown')
+union all
+select
     'fct_tool_calls.tool_family' as column_name,
     tool_family as bad_value
 from fct_tool_calls
