@@ -206,7 +206,12 @@ STAGING = [
         ("parent_tool_call_id", "VARCHAR", "Tool call that started the subagent."),
         ("initiator", "VARCHAR", "What made the request (e.g. `compaction`), when recorded."),
         ("duration_ms", "BIGINT", ""),
-        ("token_details", "VARCHAR", "`token_details_json` as written."),
+        ("time_to_first_token_ms", "BIGINT", "Schema v6 (CLI 1.0.80+)."),
+        ("finish_reason", "VARCHAR", "Schema v6: why the model stopped (`stop`, `tool_calls`, ...)."),
+        ("copilot_usage_model", "VARCHAR", "The model the request was billed as, when the store says."),
+        ("reasoning_effort", "VARCHAR", "Schema v6."),
+        ("token_details", "VARCHAR", "`token_details_json` as written: the request's price per token kind "
+                                     "(tokenCount x costPerBatch / batchSize sums to total_nano_aiu)."),
         ("created_at", "VARCHAR", "As written."),
         ("_source_path", "VARCHAR", "Database file."), ("_run_id", "VARCHAR", ""),
     ),

@@ -105,3 +105,40 @@ def test_otel_fills_what_the_events_lack_and_counts_nothing_twice(tmp_path):
                 [ONLY]) == [("cli", True, ["otel"])]
     assert rows(wh, "select sources from dim_sessions where session_id = ?", [KILLED]) == [(["events", "otel"],)]
     assert rows(wh, "select count(*) from dim_sessions") == [(3,)]
+
+
+def test_store_schema_v6_columns_are_read(tmp_path):
+    # session-store.db schema 6 (CLI 1.0.80): time to first token, finish reason, the billed model, the price
+    # breakdown - made-up rows in the columns the CLI writes
+    import sqlite3
+
+    home = tmp_path / "home"
+    home.mkdir()
+    con = sqlite3.connect(home / "session-store.db")
+    con.executescript("""
+        create table sessions (id text primary key, cwd text, created_at text, updated_at text);
+        insert into sessions values ('v6', '/srv/app', '2026-09-01T10:00:00Z', '2026-09-01T10:05:00Z');
+        create table assistant_usage_events (id integer primary key, session_id text, turn_index integer,
+            agent_id text, parent_tool_call_id text, model text, input_tokens integer, output_tokens integer,
+            cache_read_tokens integer, cache_write_tokens integer, reasoning_tokens integer, total_nano_aiu integer,
+            request_multiplier real, duration_ms integer, time_to_first_token_ms integer,
+            inter_token_latency_ms real, initiator text, api_endpoint text, reasoning_effort text,
+            finish_reason text, content_filter_triggered integer, token_details_json text,
+            copilot_usage_model text, created_at text);
+        insert into assistant_usage_events values (1, 'v6', 0, null, null, 'gpt-5.6-sol', 1200, 80, 0, 0, 0,
+            840000000, 1.0, 2100, 650, 12.5, 'user', '/responses', 'medium', 'stop', 0,
+            '[{"tokenType":"input","tokenCount":1200,"batchSize":1000000,"costPerBatch":500000000000},
+              {"tokenType":"output","tokenCount":80,"batchSize":1000000,"costPerBatch":3000000000000}]',
+            'gpt-5.6-sol', '2026-09-01T10:01:00Z');
+    """)
+    con.commit()
+    con.close()
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [home])
+    assert rows(wh, "select time_to_first_token_ms, finish_reason, copilot_usage_model, reasoning_effort "
+                    "from stg_store_usage") == [(650, "stop", "gpt-5.6-sol", "medium")]
+    assert rows(wh, "select source, ttft_ms, duration_ms, nano_aiu, cost_source from fct_requests") == [
+        ("store_usage_events", 650, 2100, 840000000, "logged")]
+    # the price breakdown is kept as written: its parts sum to the logged cost
+    details, total = rows(wh, "select token_details, total_nano_aiu from stg_store_usage")[0]
+    assert sum(d["tokenCount"] * d["costPerBatch"] // d["batchSize"] for d in json.loads(details)) == total

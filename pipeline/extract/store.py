@@ -142,6 +142,7 @@ _COPIES = [
       **{c: c for c in ("session_id", "model", "input_tokens", "output_tokens", "cache_read_tokens",
                         "cache_write_tokens", "reasoning_tokens", "total_nano_aiu", "request_multiplier",
                         "turn_index", "agent_id", "parent_tool_call_id", "initiator", "duration_ms",
+                        "time_to_first_token_ms", "finish_reason", "copilot_usage_model", "reasoning_effort",
                         "created_at")}}, {}),
 ]
 _CONSTANTS = {"stg_session_meta": {"source_kind": "store"}, "stg_checkpoints": {"source_kind": "store"}}

@@ -202,7 +202,9 @@ def store_requests(store_usage: pl.DataFrame, legs: pl.DataFrame, turns: pl.Data
         parse_ts(pl.col("created_at")).alias("requested_at"), pl.col("model").replace("", None).alias("model"),
         *_TOKENS, pl.col("total_nano_aiu").alias("nano_aiu"), "request_multiplier", "initiator",
         (pl.col("agent_id").is_not_null() | pl.col("parent_tool_call_id").is_not_null()).alias("is_subagent"),
-        pl.lit("store_usage_events").alias("source"), "duration_ms", pl.lit(None, pl.Int64).alias("ttft_ms"),
+        pl.lit("store_usage_events").alias("source"), "duration_ms",
+        (pl.col("time_to_first_token_ms") if "time_to_first_token_ms" in st.columns else pl.lit(None, pl.Int64))
+        .alias("ttft_ms"),
         pl.col("parent_tool_call_id").alias("_parent"), pl.col("row_id").alias("_row"),
     )
     return _place(st, legs, turns)
