@@ -342,6 +342,9 @@ STAR = [
         ("user_message", "VARCHAR", "What the user typed (never transformedContent), redacted; Copilot's "
                                     "injected tags (current_datetime, reminder, ...) removed."),
         ("assistant_response", "VARCHAR", "Non-empty assistant.message texts of the turn, joined by a blank line."),
+        ("final_answer", "VARCHAR", "The messages Copilot marked its final answer (`phase: final_answer`, CLI "
+                                    "1.0.8x), without its progress notes (`commentary`); NULL when the log marks "
+                                    "none."),
         ("started_at", "TIMESTAMPTZ", "UTC time of the prompt."),
         ("ended_at", "TIMESTAMPTZ", "UTC time of the turn's last event."),
         ("interaction_id", "VARCHAR", "`interactionId` of the prompt."),

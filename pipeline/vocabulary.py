@@ -44,7 +44,7 @@ KNOWN_TYPES = frozenset({
     "session.info", "session.warning", "session.model_change", "session.mode_changed", "session.plan_changed",
     "session.task_complete", "session.workspace_file_changed", "session.context_changed",
     "session.compaction_start", "session.truncation", "session.usage_checkpoint", "session.handoff",
-    "session.auto_mode_resolved", "session.context_cleared", "session.title_changed",
+    "session.auto_mode_resolved", "session.context_cleared", "session.title_changed", "session.permissions_changed",
     "assistant.turn_start", "assistant.turn_end", "system.message", "system.notification", ABORT,
     "tool.user_requested", SKILL_INVOKED, "hook.start", "hook.end", "subagent.started",
     "subagent.completed", "subagent.failed", "subagent.selected", "subagent.deselected",

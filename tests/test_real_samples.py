@@ -593,3 +593,33 @@ def test_cost_is_the_logged_running_total_when_model_metrics_leave_a_prompt_out(
     assert rows(wh, "select model, requests, output_tokens, input_tokens, nano_aiu, premium_requests, cost_source, "
                     "usage_source from fct_usage where session_id like '9f89aa39%'") == [
         ("mai-code-1.1-flash", 34, 14330, None, 5454144000, Decimal(5), "logged", "shutdown_messages")]
+
+
+def test_final_answers_apart_from_progress_notes_and_permission_events_known(tmp_path):
+    # CLI 1.0.8x marks each assistant message commentary (a progress note) or final_answer: counted from the logs
+    wh = _ingest_folder("mitchwindoo-github-copilot", tmp_path)
+    finals, notes, permissions = set(), set(), 0
+    for log in _logs("mitchwindoo-github-copilot").values():
+        for line in log.read_bytes().splitlines():
+            obj = json.loads(line) if line.strip() else {}
+            data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+            text = (data.get("content") or "").strip() if isinstance(data.get("content"), str) else ""
+            if obj.get("type") == "assistant.message" and text:
+                (finals if data.get("phase") == "final_answer" else notes if data.get("phase") == "commentary"
+                 else set()).add(text)
+            permissions += obj.get("type") == "session.permissions_changed"
+    assert finals and notes
+    stored = "\n\n".join(r[0] for r in rows(wh, "select final_answer from fct_turns where final_answer is not null"))
+    assert all(t in stored for t in finals)
+    assert not any(t in stored for t in notes - finals)  # progress notes stay out of the answers
+    answers = "\n\n".join(r[0] for r in rows(wh, "select assistant_response from fct_turns "
+                                                 "where assistant_response is not null"))
+    assert all(t in answers for t in finals | notes)  # ... and in assistant_response, every message as before
+    # session.permissions_changed is an event this version knows
+    assert permissions > 0
+    assert rows(wh, "select count(*) from stg_events where event_type = 'session.permissions_changed'") == [
+        (permissions,)]
+    from pipeline.vocabulary import KNOWN_TYPES
+    assert rows(wh, "select sum(n_unknown_events) from dim_sessions")[0][0] == sum(
+        1 for log in _logs("mitchwindoo-github-copilot").values() for line in log.read_bytes().splitlines()
+        if line.strip() and json.loads(line).get("type") not in KNOWN_TYPES)

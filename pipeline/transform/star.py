@@ -110,8 +110,8 @@ def in_session_order(ev: pl.DataFrame) -> pl.DataFrame:
 # below; tests/test_ingest.py checks that the star rows do not change.
 EVENT_TEXT_USED = {
     "content": (USER_MESSAGE, ASSISTANT_MESSAGE),
-    "extra": tuple(sorted({SESSION_START, USER_MESSAGE, SESSION_SHUTDOWN, COMPACTION_COMPLETE, SESSION_ERROR,
-                           *usage_model.USAGE_EXTRA})),
+    "extra": tuple(sorted({SESSION_START, USER_MESSAGE, ASSISTANT_MESSAGE, SESSION_SHUTDOWN, COMPACTION_COMPLETE,
+                           SESSION_ERROR, *usage_model.USAGE_EXTRA})),
 }
 # ... and of a system message only the working directory it names (older CLIs write no context on
 # session.start; the ~56 KB prompt says `Current working directory: <path>`), cut out in SQL
@@ -174,9 +174,14 @@ def turns_from_events(ev: pl.DataFrame, tools: pl.DataFrame | None = None) -> pl
     users = in_turn.filter(pl.col("is_prompt")).select(
         "session_id", "turn_index", pl.col("prompt").alias("user_message"), pl.col("at").alias("started_at"),
         "interaction_id", pl.col("source_kind"))
-    answers = msgs.group_by("session_id", "turn_index").agg(
-        pl.col("content").filter(pl.col("content").str.strip_chars() != "").str.join("\n\n")
-        .alias("assistant_response"),
+    # CLI 1.0.8x marks each message a progress note (`phase: commentary`) or the answer (`final_answer`)
+    phase = pl.col("extra").str.json_path_match("$.phase") if "extra" in msgs.columns else pl.lit(None, pl.String)
+    said = pl.col("content").str.strip_chars() != ""
+    answers = msgs.with_columns(phase.alias("_phase")).group_by("session_id", "turn_index").agg(
+        pl.col("content").filter(said).str.join("\n\n").alias("assistant_response"),
+        pl.when((pl.col("_phase") == "final_answer").any())
+        .then(pl.col("content").filter(said & (pl.col("_phase") == "final_answer")).str.join("\n\n"))
+        .alias("final_answer"),
         pl.len().alias("n_assistant_messages"),
         # NULL when no message of the turn records its tokens (never 0)
         pl.when(pl.col("output_tokens").is_not_null().any()).then(pl.col("output_tokens").sum())
@@ -204,7 +209,7 @@ def turns_from_events(ev: pl.DataFrame, tools: pl.DataFrame | None = None) -> pl
             pl.max_horizontal("ended_at", "_tools_end").alias("ended_at")).drop("_tools_end")
     out = (users.join(answers, on=["session_id", "turn_index"], how="left")
            .join(ends, on=["session_id", "turn_index"], how="left")
-           .with_columns(pl.col("assistant_response").replace("", None),
+           .with_columns(pl.col("assistant_response").replace("", None), pl.col("final_answer").replace("", None),
                          pl.col("n_assistant_messages").fill_null(0), pl.col("n_continuations").fill_null(0)))
     return out
 
