@@ -239,11 +239,13 @@ STAGING = [
         ("_source_line", "BIGINT", "Line in the log."), *LINEAGE,
     ),
     _t(
-        "stg_otel_requests", "one row per leaf `chat` span of an OpenTelemetry file export",
+        "stg_otel_requests", "one row per leaf `chat` span of an OpenTelemetry file export or agent-traces.db",
         ["_source_path", "_source_line"],
-        "Copilot's OpenTelemetry JSONL export (`otel/*.jsonl` in the Copilot home): one row per model request "
-        "(`chat <model>` span); `invoke_agent` spans (which repeat their children's totals) and metrics are not read.",
-        ("session_id", "VARCHAR", "`gen_ai.conversation.id`."), ("source_kind", "VARCHAR", "`otel`."),
+        "Copilot's OpenTelemetry JSONL export (`otel/*.jsonl` in the Copilot home) and VS Code's `agent-traces.db`: "
+        "one row per model request (`chat <model>` span); `invoke_agent` spans (which repeat their children's "
+        "totals) and metrics are not read.",
+        ("session_id", "VARCHAR", "`gen_ai.conversation.id` (agent-traces.db: `chat_session_id`)."),
+        ("source_kind", "VARCHAR", "`otel` | `vscode_traces`."),
         ("span_id", "VARCHAR", ""), ("trace_id", "VARCHAR", ""), ("parent_span_id", "VARCHAR", ""),
         ("requested_at", "VARCHAR", "`startTime` as an ISO-8601 UTC time."),
         ("duration_ms", "BIGINT", "`endTime` - `startTime`."),
@@ -263,7 +265,8 @@ STAGING = [
         ("service_request_id", "VARCHAR", "`github.copilot.service_request_id`."),
         ("service_name", "VARCHAR", "`github-copilot` (CLI) or `copilot-chat` (VS Code)."),
         ("service_version", "VARCHAR", "The client's version."),
-        ("_source_line", "BIGINT", "Line in the file."), *LINEAGE,
+        ("_source_line", "BIGINT", "Line in the file (agent-traces.db: the chat span's place among them)."),
+        *LINEAGE,
     ),
     _t(
         "stg_desktop_sessions", "one row per session of the desktop app's data.db", ["_source_path", "session_id"],

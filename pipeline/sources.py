@@ -55,6 +55,8 @@ KINDS: dict[str, SourceKind] = {k.name: k for k in (
     SourceKind("debug_log", "vscode",
                "workspaceStorage/<hash>/GitHub.copilot-chat/debug-logs/<id>/ (a folder, read whole: main.jsonl, "
                "its sub-agent logs, models.json)", row_kinds=("vscode_debug_log",)),
+    SourceKind("agent_traces", "vscode", "globalStorage/github.copilot-chat/agent-traces.db (OpenTelemetry spans in "
+               "SQLite)", fingerprint="sqlite", row_kinds=("vscode_traces",)),
     SourceKind("vscode_memory", "vscode", "memory-tool/memories/**/*.md"),
     SourceKind("vscode_state_db", "vscode", "workspaceStorage/<hash>/state.vscdb", fingerprint="sqlite",
                row_kinds=("vscode_index",)),

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..sources import KINDS
-from . import cli_home, debug_log, desktop, events, otel, store, vscode  # noqa: F401  (importing registers the readers)
+from . import cli_home, debug_log, desktop, events, otel, store, traces, vscode  # noqa: F401  (importing registers the readers)
 from .base import READERS, Finder, Source, stat_fingerprint
 
 __all__ = ["READERS", "discover", "fingerprint"]

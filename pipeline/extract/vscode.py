@@ -195,6 +195,17 @@ def discover_vscode_user(user: Path, finder: Finder | None = None) -> list[Sourc
         chat_ext = _child(children, "github.copilot-chat", finder)
         if chat_ext is not None:
             out.extend(_memories(os.path.join(chat_ext.path, "memory-tool", "memories"), root, None, finder))
+            # VS Code's own session store (the CLI store's schema, sessions.host_type 'vscode'; behind an
+            # experiment): read as the CLI's is, copied with its WAL (extract/store.py)
+            ext = {e.name: e for e in finder.entries(chat_ext.path)}
+            store, wal = ext.get("session-store.db"), ext.get("session-store.db-wal")
+            if store is not None and finder.is_file(store):
+                out.append(Source(store.path, "session_store", None, root))
+            elif wal is not None and finder.is_file(wal):
+                out.append(Source(wal.path, "orphan_wal", None, root))
+            traces = ext.get("agent-traces.db")  # OpenTelemetry spans in SQLite (extract/traces.py)
+            if traces is not None and finder.is_file(traces):
+                out.append(Source(traces.path, "agent_traces", None, root))
     return out
 
 

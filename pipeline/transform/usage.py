@@ -241,8 +241,10 @@ def otel_requests(otel: pl.DataFrame, legs: pl.DataFrame, turns: pl.DataFrame) -
     o = otel.filter(pl.col("session_id").is_not_null())
     if o.is_empty():
         return pl.DataFrame(schema=REQUEST_SCHEMA | {"obs_index": pl.Int32})
-    o = o.unique(["session_id", "trace_id", "span_id"], keep="first", maintain_order=True) \
-        if o["span_id"].null_count() == 0 else o
+    # a span in a file export and in agent-traces.db (or two copies of one export): once
+    o = pl.concat([o.filter(pl.col("span_id").is_null()),
+                   o.filter(pl.col("span_id").is_not_null()).unique(["session_id", "span_id"], keep="first",
+                                                                    maintain_order=True)])
     o = o.select(
         "session_id",
         pl.coalesce(pl.format("otel:{}", "service_request_id"), pl.format("otel:{}", "span_id"),
