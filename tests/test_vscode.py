@@ -271,3 +271,35 @@ def test_an_empty_chat_is_no_session_and_the_summary_says_why_it_is_not_counted(
     assert rows(wh, "select session_id from dim_sessions") == [("s1",)]
     assert "1 session rebuilt, 3 ids that are no session (empty chats) left out" in out.getvalue()
     assert "warehouse now: 1 session," in out.getvalue()
+
+
+def test_tool_outputs_stored_aside_fill_the_calls_that_lack_them(tmp_path):
+    # GitHub.copilot-chat/chat-session-resources/<session>/<toolCallId>__vscode-<ms>/content.txt: made-up outputs,
+    # one for a call the chat file records no result of, one longer than the cut result it records
+    storage = tmp_path / "User" / "workspaceStorage" / "h"
+    (storage / "chatSessions").mkdir(parents=True)
+    whole = "\n".join(f"{n}. row {n} of the query result" for n in range(1, 400))
+    rounds = [{"toolCalls": [{"id": "call_a__vscode-1", "name": "run_in_terminal", "arguments": "{}"},
+                             {"id": "call_b__vscode-2", "name": "read_file", "arguments": '{"filePath": "big.sql"}'},
+                             {"id": "call_c__vscode-3", "name": "read_file", "arguments": '{"filePath": "x"}'}],
+               "timestamp": 1790000000000}]
+    results = {"call_b__vscode-2": {"content": [{"value": whole[:500]}]},
+               "call_c__vscode-3": {"content": [{"value": "short and whole"}]}}
+    doc = {"sessionId": "s9", "creationDate": 1789999999000, "requests": [
+        {"requestId": "r0", "timestamp": 1789999999500, "message": {"text": "query it"}, "modelId": "copilot/auto",
+         "response": [{"value": "done"}],
+         "result": {"metadata": {"toolCallRounds": rounds, "toolCallResults": results}}}]}
+    (storage / "chatSessions" / "s9.json").write_text(json.dumps(doc))
+    aside = storage / "GitHub.copilot-chat" / "chat-session-resources" / "s9"
+    for call, text in (("call_a__vscode-1790000000100", "token: ghp_" + "a" * 36 + "\nall good"),
+                       ("call_b__vscode-1790000000200", whole), ("call_c__vscode-1790000000300", "other")):
+        (aside / call).mkdir(parents=True)
+        (aside / call / "content.txt").write_text(text)
+    res = read_chat_session(Source(str(storage / "chatSessions" / "s9.json"), "chat_session", "s9"), ctx(), None)
+    done = {r["tool_call_id"]: r for r in res.rows["stg_events"] if r["event_type"] == "tool.execution_complete"}
+    # a: none in the chat file -> the stored one, redacted, and the call succeeded
+    assert done["call_a"]["success"] is True and "ghp_" not in done["call_a"]["result_head"]
+    assert "all good" in done["call_a"]["result_head"]
+    # b: the chat file's is cut -> the whole stored one; c: the chat file's is whole -> kept
+    assert done["call_b"]["result_chars"] == len(whole)
+    assert done["call_c"]["result_head"] == "short and whole"

@@ -457,6 +457,52 @@ def _part_key(call_id: str) -> str:
     return _VSCODE_CALL_SUFFIX.sub("", call_id)
 
 
+RESOURCES = "chat-session-resources"
+MAX_STORED_OUTPUTS = 10_000  # content.txt files read per session at most
+
+
+def stored_outputs(chat_file: str, session_id: str, ctx: Context, problems: Problems) -> dict[str, str]:
+    """Tool outputs VS Code stored aside for a chat session of ``workspaceStorage/<hash>/chatSessions/``:
+    ``GitHub.copilot-chat/chat-session-resources/<session>/<toolCallId>__vscode-<ms>/content.txt``, by call id
+    (the ``__vscode-<ms>`` suffix dropped, as the calls' ids are). Read with the chat file: a new output comes
+    with the chat file's next change."""
+    folder = Path(chat_file).parent.parent / "GitHub.copilot-chat" / RESOURCES / session_id
+    out: dict[str, str] = {}
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:  # none (the usual case), or not readable: the chat file's outputs stand
+        return out
+    for e in entries[:MAX_STORED_OUTPUTS]:
+        path = os.path.join(e.path, "content.txt")
+        if not e.is_dir() or not os.path.isfile(path):
+            continue
+        raw = read_bytes(path, limit=ctx.max_text * 4 + 1)
+        out[_part_key(e.name)] = cap_text(raw.decode("utf-8", "replace"), ctx.max_text, "a stored tool output",
+                                          problems)
+    return out
+
+
+def with_stored_outputs(events: list[dict], aside: dict[str, str]) -> list[dict]:
+    """The completions of ``events`` with the output VS Code stored aside where the chat file has none, or less
+    of it (a cut one)."""
+    if not aside:
+        return events
+    for ev in events:
+        data = ev.get("data")
+        if ev.get("type") != TOOL_COMPLETE or not isinstance(data, dict) or data.get("toolCallId") not in aside:
+            continue
+        whole = aside[data["toolCallId"]]
+        have = _d(data.get("result")).get("content")
+        if isinstance(have, str) and len(have) >= len(whole):
+            continue
+        data["result"] = {"content": whole}
+        if data.get("success") is None:  # it ran: its output says how
+            data["success"] = not whole.lstrip().startswith(ERROR_PREFIX)
+        if data["success"] is False:
+            data["error"] = {"message": whole}
+    return events
+
+
 def _tool_calls(request: dict, deferred: list[dict] | None = None) -> tuple[list[dict], list[dict]]:
     """The tool calls of one request and the calls it left for the next (``maxToolCallsExceeded``).
 
@@ -648,12 +694,13 @@ def read_chat_session(source: Source, ctx: Context, prior: Prior | None) -> Read
         res.last_good_offset = os.path.getsize(source.path)
         return res
     index = 0
+    aside = stored_outputs(source.path, sid, ctx, problems)
     try:
         for where, raw, events in chat_events(doc, sid, source.workspace, problems):
             try:
                 rows = [event_rows(ev, session_id=sid, source_kind="chat_session", index=index + i, line=index + i + 1,
                                    offset=None, source_path=source.path, ctx=ctx, problems=problems)
-                        for i, ev in enumerate(events())]
+                        for i, ev in enumerate(with_stored_outputs(events(), aside))]
             except Exception as exc:  # noqa: BLE001 - a request of any shape
                 res.reject(source.path, f"{where} could not be read: {exc}", excerpt=ctx.excerpt(to_json(raw)))
                 continue
