@@ -172,6 +172,11 @@ def _parser() -> argparse.ArgumentParser:
     pu.add_argument("--force", action="store_true",
                     help="with --metrics-only: replace sessions this machine pushed with their text by their "
                          "figures alone (refused without it)")
+
+    lm = sub.add_parser("lake-maintain", help="team mode: merge the lake's small parquet files, expire snapshots "
+                                              "older than 7 days and delete the files nothing refers to (a push "
+                                              "runs this itself every 50 pushes)")
+    lm.add_argument("--lake", required=True, metavar="CATALOG", help="the lake's catalog, as for push")
     _finish(p, sub)
     return p
 
@@ -197,6 +202,7 @@ EXAMPLES = {
     "serve": ["python -m pipeline serve   # then open http://127.0.0.1:8000/"],
     "push": ["python -m pipeline push --lake team.sqlite --data-path /shared/lake   # the first push",
              "python -m pipeline push --lake team.sqlite --metrics-only"],
+    "lake-maintain": ["python -m pipeline lake-maintain --lake team.sqlite   # e.g. nightly, from any one machine"],
 }
 # help of the options several verbs share, where a verb gives none of its own
 _SHARED_HELP = {
@@ -262,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         verbs = {"ingest": cmd_ingest, "report": cmd_report, "demo": cmd_demo, "query": cmd_query,
                  "search": cmd_search, "models": cmd_models, "usage": cmd_usage, "push": cmd_push,
+                 "lake-maintain": cmd_lake_maintain,
                  "serve": cmd_serve, "sources": cmd_sources, "mcp": cmd_mcp}
         return verbs[args.verb](args)
     except (SourceError, WarehouseError, LakeError, ExtensionError, OutputError, ServeError) as exc:
@@ -499,6 +506,14 @@ def cmd_push(args: argparse.Namespace) -> int:
     from .lake import push
     summary = push(args.warehouse or default_warehouse(), args.lake, data_path=args.data_path,
                    machine=args.machine, user=args.user, metrics_only=args.metrics_only, force=args.force)
+    if not args.quiet:
+        print(summary.line(args.lake))
+    return 0
+
+
+def cmd_lake_maintain(args: argparse.Namespace) -> int:
+    from .lake import maintain
+    summary = maintain(args.lake)
     if not args.quiet:
         print(summary.line(args.lake))
     return 0

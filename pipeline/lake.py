@@ -64,6 +64,9 @@ TEXT_COLUMNS = {
     "fct_memories": ("content",),
 }
 RETRIES = 30
+MAINTAIN_EVERY = 50  # pushes between two maintenances a push runs itself (lake_pushes counts them)
+KEEP = "7 days"  # snapshots younger than this stay (time travel), and files scheduled for deletion as long
+SQLITE_CROWDED = 5  # conflicts in one push to a .sqlite catalog past which the push recommends PostgreSQL
 
 
 class LakeError(Exception):
@@ -184,11 +187,28 @@ class PushSummary:
     n_rows: int = 0
     n_attempts: int = 0
     seconds: float = 0.0
+    maintained: MaintainSummary | None = None
 
     def line(self, catalog: str) -> str:
         return (f"push to {describe(catalog)} as {self.user_name} on {self.machine_id}: "
                 f"{self.n_sessions_new} new sessions, {self.n_sessions_changed} changed, "
-                f"{self.n_sessions_unchanged} unchanged; {self.n_rows} rows in {self.seconds:.1f}s")
+                f"{self.n_sessions_unchanged} unchanged; {self.n_rows} rows in {self.seconds:.1f}s"
+                + (f"\n{self.maintained.line(catalog)}" if self.maintained else ""))
+
+
+@dataclass
+class MaintainSummary:
+    files_before: int = 0
+    files_after: int = 0
+    snapshots_expired: int = 0
+    files_deleted: int = 0
+    seconds: float = 0.0
+    keep: str = KEEP
+
+    def line(self, catalog: str) -> str:
+        return (f"maintained {describe(catalog)}: {self.files_before:,} data files merged into {self.files_after:,}, "
+                f"{self.snapshots_expired:,} snapshots older than {self.keep} expired, {self.files_deleted:,} "
+                f"files deleted in {self.seconds:.1f}s")
 
 
 def _digests(con: duckdb.DuckDBPyConnection, metrics_only: bool) -> dict[str, str]:
@@ -250,11 +270,60 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
                     raise LakeError(f"push gave up after {attempt} conflicts: {str(exc).splitlines()[0]}") from exc
                 log.info("push conflicted with another machine's (attempt %d); retrying", attempt)
                 time.sleep(random.uniform(0.05, 0.2) * attempt)
+        if summary.n_attempts > SQLITE_CROWDED and ":sqlite:" in attach_uri(catalog):
+            log.warning("this push waited for %d other pushes to the SQLite catalog %s: a team that pushes at once "
+                        "has outgrown it - a PostgreSQL catalog takes concurrent pushes without retries (see the "
+                        "README's Team mode)", summary.n_attempts - 1, describe(catalog))
+        n_pushes = con.execute("select count(*) from lake.lake_pushes").fetchone()[0]
+        if summary.n_sessions_new + summary.n_sessions_changed and n_pushes % MAINTAIN_EVERY == 0:
+            try:  # every MAINTAIN_EVERY pushes the push that makes the count tidies the lake
+                summary.maintained = _maintain(con)
+            except duckdb.Error as exc:  # another machine maintaining or pushing: the next one will
+                log.info("maintenance left to a later push: %s", str(exc).splitlines()[0])
     finally:
         con.close()
     summary.seconds = time.perf_counter() - started
     log.info(summary.line(catalog))
     return summary
+
+
+def maintain(catalog: str, keep: str = KEEP) -> MaintainSummary:
+    """Write the rows small pushes kept in the catalog (DuckLake's inlining) to files, merge the lake's small
+    parquet files, expire snapshots older than ``keep`` and delete the files nothing refers to any more
+    (scheduled for deletion longer than ``keep`` ago). Safe beside pushes and readers: merged
+    files stay until a later cleanup, and a conflict leaves the lake as it was."""
+    con = duckdb.connect(config=extensions.config())
+    quiet(con)
+    try:
+        attach(con, catalog)
+        return _maintain(con, keep)
+    finally:
+        con.close()
+
+
+def _data_files(con: duckdb.DuckDBPyConnection) -> int:
+    """The lake's live data files (the catalog's own record of them)."""
+    return con.execute("select count(*) from __ducklake_metadata_lake.ducklake_data_file "
+                       "where end_snapshot is null").fetchone()[0]
+
+
+def _maintain(con: duckdb.DuckDBPyConnection, keep: str = KEEP) -> MaintainSummary:
+    started = time.perf_counter()
+    if not re.fullmatch(r"\d+ (seconds|minutes|hours|days)", keep):
+        raise LakeError(f"keep {keep!r}: a number of seconds, minutes, hours or days")
+    out = MaintainSummary(files_before=_data_files(con), keep=keep)
+    con.execute("call ducklake_flush_inlined_data('lake')")  # rows small pushes kept in the catalog, as files
+    con.execute("call ducklake_merge_adjacent_files('lake')")
+    expired = con.execute(f"call ducklake_expire_snapshots('lake', older_than => now() - interval '{keep}')"
+                          ).fetchall()
+    out.snapshots_expired = len(expired)
+    deleted = con.execute(f"call ducklake_cleanup_old_files('lake', older_than => now() - interval '{keep}')"
+                          ).fetchall()
+    out.files_deleted = len(deleted)
+    out.files_after = _data_files(con)
+    out.seconds = time.perf_counter() - started
+    log.info(out.line("the lake"))
+    return out
 
 
 def _push_once(con: duckdb.DuckDBPyConnection, summary: PushSummary, local: dict[str, str],

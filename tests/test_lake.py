@@ -391,3 +391,60 @@ def test_the_first_push_names_data_path_and_metrics_only_never_strips_text_silen
         assert con.execute("select count(title) from lake.dim_sessions").fetchone()[0] == 0
     finally:
         con.close()
+
+
+def test_maintenance_merges_files_expires_snapshots_and_keeps_every_row(machines, tmp_path, monkeypatch, capsys):
+    _root, homes, warehouses, _together = machines
+    catalog, data = str(tmp_path / "lake.sqlite"), tmp_path / "data"
+    con = duckdb.connect(config=extensions.config())
+    lake.attach(con, catalog, data_path=data)
+    con.execute("call lake.set_option('data_inlining_row_limit', 0)")  # small pushes write files, as large ones do
+    con.close()
+    for m in warehouses:
+        assert main(["push", "--lake", catalog, "--data-path", str(data), "--warehouse", str(warehouses[m]),
+                     "--machine", m, "--user", m, "--quiet"]) == 0
+    con = _lake(catalog)
+    before = {t: _rows(con, f'select * from lake."{t}"') for t in lake.LAKE_TABLES}
+    con.close()
+    parquet_before = len(list(data.rglob("*.parquet")))
+    summary = lake.maintain(catalog, keep="0 seconds")
+    assert summary.files_after < summary.files_before and summary.snapshots_expired > 0
+    assert summary.files_deleted > 0 and len(list(data.rglob("*.parquet"))) < parquet_before
+    con = _lake(catalog)
+    assert {t: _rows(con, f'select * from lake."{t}"') for t in lake.LAKE_TABLES} == before  # every row kept
+    con.close()
+    # the verb, and a push that makes the count maintains the lake itself
+    assert main(["lake-maintain", "--lake", catalog]) == 0
+    assert "data files merged into" in capsys.readouterr().out
+    monkeypatch.setattr(lake, "MAINTAIN_EVERY", 4)
+    wh = tmp_path / "again.duckdb"
+    ingest(wh, [homes["laptop"]])
+    log = sorted(homes["laptop"].glob("session-state/*/events.jsonl"))[0]
+    shutil.copyfile(log, tmp_path / "log.bak")
+    try:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write('{"type":"user.message","data":{"content":"and another"},"id":"grown-2",'
+                     '"timestamp":"2026-10-06T12:00:00.000Z"}\n')
+        ingest(wh, [homes["laptop"]])
+    finally:
+        shutil.copyfile(tmp_path / "log.bak", log)
+    pushed = lake.push(wh, catalog, machine="laptop", user="laptop")  # the 4th push (three machines pushed first)
+    assert pushed.n_sessions_changed == 1 and pushed.maintained is not None
+
+
+def test_a_crowded_sqlite_catalog_recommends_postgresql(machines, tmp_path, monkeypatch, caplog):
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.sqlite")
+    real = lake._push_once
+    conflicts = iter(range(lake.SQLITE_CROWDED + 1))
+
+    def crowded(*args, **kwargs):  # as if other machines committed first, SQLITE_CROWDED + 1 times
+        if next(conflicts, None) is not None:
+            raise duckdb.TransactionException("Transaction conflict: another push committed first")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(lake, "_push_once", crowded)
+    monkeypatch.setattr(lake.time, "sleep", lambda _s: None)
+    with caplog.at_level("WARNING", logger="pipeline.lake"):
+        summary = lake.push(warehouses["laptop"], catalog, data_path=tmp_path / "data", machine="laptop", user="a")
+    assert summary.n_attempts == lake.SQLITE_CROWDED + 2 and summary.n_sessions_new > 0
+    assert "has outgrown it - a PostgreSQL catalog" in caplog.text
