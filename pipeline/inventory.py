@@ -16,7 +16,7 @@ from .extract.base import Finder
 from .sources import KINDS
 
 # what a folder holds when Copilot wrote it
-CLI_MARKERS = ("session-state", "history-session-state", "session-store.db", "session-store.db-wal")
+CLI_MARKERS = ("session-state", "history-session-state", "session-store.db", "session-store.db-wal", "data.db", "otel")
 VSCODE_MARKERS = ("workspaceStorage", "globalStorage")
 SEARCH_DEPTH = 3  # how far below a wrongly named folder to look for the right one
 SEARCH_ENTRIES = 5000  # and how many entries at most (a home folder can be huge)
@@ -75,7 +75,8 @@ def warnings(copilot_homes: list[Path], vscode_users: list[Path]) -> list[str]:
     """One line per named folder that holds nothing Copilot writes, naming the one below it that does."""
     out = []
     for flag, folders, markers, what in (
-            ("--copilot-home", copilot_homes, CLI_MARKERS, "a Copilot CLI home (session-state/, session-store.db)"),
+            ("--copilot-home", copilot_homes, CLI_MARKERS, "a Copilot CLI home (session-state/, session-store.db, "
+                                                            "data.db, otel/)"),
             ("--vscode-user", vscode_users, VSCODE_MARKERS, "a VS Code User folder (workspaceStorage/)")):
         for folder in folders:
             folder = Path(folder).expanduser()

@@ -142,3 +142,14 @@ def test_store_schema_v6_columns_are_read(tmp_path):
     # the price breakdown is kept as written: its parts sum to the logged cost
     details, total = rows(wh, "select token_details, total_nano_aiu from stg_store_usage")[0]
     assert sum(d["tokenCount"] * d["costPerBatch"] // d["batchSize"] for d in json.loads(details)) == total
+
+
+def test_a_home_with_only_an_otel_folder_or_the_app_s_database_is_a_copilot_home(tmp_path):
+    from pipeline.inventory import warnings
+
+    (tmp_path / "a" / "otel").mkdir(parents=True)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "data.db").write_bytes(b"")
+    (tmp_path / "c").mkdir()
+    assert [w.split(":")[0] for w in warnings([tmp_path / "a", tmp_path / "b", tmp_path / "c"], [])] == [
+        f"--copilot-home {tmp_path / 'c'}"]
