@@ -41,7 +41,10 @@ SNIPPET = 240  # characters of a search result's text
 STATIC = ("site.css", "search.js", "sessions.js")
 
 
+@functools.cache
 def _env() -> Environment:
+    """The templates' environment, made once per process: each page of a paged session was rendered with an
+    environment of its own, every template compiled again (the 200,000-call session's 100 pages: ~6 s of 31)."""
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(ts=fmt_ts, num=fmt_num, credits=fmt_credits, usd=fmt_usd, duration=fmt_duration, ms=fmt_ms,
