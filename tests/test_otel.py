@@ -153,3 +153,16 @@ def test_a_home_with_only_an_otel_folder_or_the_app_s_database_is_a_copilot_home
     (tmp_path / "c").mkdir()
     assert [w.split(":")[0] for w in warnings([tmp_path / "a", tmp_path / "b", tmp_path / "c"], [])] == [
         f"--copilot-home {tmp_path / 'c'}"]
+
+
+def test_an_export_is_read_a_window_at_a_time_and_no_span_is_lost_between_windows(tmp_path, monkeypatch):
+    from pipeline.extract import jsonl
+
+    home = home_with_otel(tmp_path)
+    path = home / "otel" / "copilot-otel.jsonl"
+    whole = read_otel(Source(str(path), "otel", None, str(home)), Context(run_id="r", redact=Redactor()), None)
+    monkeypatch.setattr(jsonl, "WINDOW_BYTES", 700)  # several windows, lines cut across them
+    assert path.stat().st_size > 3 * 700
+    windowed = read_otel(Source(str(path), "otel", None, str(home)), Context(run_id="r", redact=Redactor()), None)
+    assert windowed.rows == whole.rows and windowed.rejects == whole.rejects == []
+    assert windowed.last_good_offset == path.stat().st_size

@@ -20,11 +20,10 @@ import os
 
 from ..schema import COUNT
 from .base import Context, Prior, Problems, ReadResult, Source, bigint, epoch_ms_iso, read_bytes, reader
-from .jsonl import TOO_DEEP, Record, iter_jsonl, loads_cut
+from .jsonl import TOO_DEEP, Record, iter_records, loads_cut
 
 SOURCE_KIND = "vscode_debug_log"
 MAIN = "main.jsonl"
-MAX_LOG_BYTES = 256 * 1024 * 1024  # a debug log read whole past this is cut there (noted)
 MAX_MODELS_BYTES = 16 * 1024 * 1024  # models.json (38 KB seen)
 
 
@@ -67,12 +66,8 @@ def read_debug_log(source: Source, ctx: Context, prior: Prior | None) -> ReadRes
     n = 0
     for name in _logs(folder):
         path = os.path.join(folder, name)
-        data = read_bytes(path, limit=MAX_LOG_BYTES + 1)
-        if len(data) > MAX_LOG_BYTES:
-            res.reject(path, f"debug log longer than {MAX_LOG_BYTES:,} bytes: read up to there")
-            data = data[:data.rfind(b"\n", 0, MAX_LOG_BYTES) + 1]
         log = {"is_subagent": name != MAIN, "agent": None, "version": None}
-        for item in iter_jsonl(data):
+        for item, data, base in iter_records(path):  # a window at a time
             if not isinstance(item, Record):
                 res.reject(path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
                 continue
@@ -96,7 +91,7 @@ def read_debug_log(source: Source, ctx: Context, prior: Prior | None) -> ReadRes
                                                        ctx))
                 if problems:
                     res.reject(path, f"request kept; {problems.reason()}", line=item.line, offset=item.offset,
-                               excerpt=ctx.excerpt(data[item.offset:item.offset + 400]))
+                               excerpt=ctx.excerpt(data[item.offset - base:item.offset - base + 400]))
     res.n_records = n
     requests = res.rows.get("stg_debug_requests")
     if requests:  # a folder of nothing but session_start lines is no session

@@ -219,6 +219,24 @@ def windows(path: str, start: int = 0, size: int | None = None) -> Iterator[tupl
             pos = resume
 
 
+def iter_records(path: str) -> Iterator[tuple[Record | Reject, bytes, int]]:
+    """Every record (or reject) of a whole JSONL file, a window at a time (``windows``): memory bounded by the
+    window and the longest line, not by the file. Each with the window's bytes and its file offset (a record's
+    bytes are ``data[item.offset - base:]``)."""
+    line, budget = 1, Budget()
+    pieces = windows(path, 0)
+    piece = next(pieces)
+    while True:
+        base, data, final = piece
+        state = ReadState(base, line)
+        for item in iter_jsonl(data, 0, line, state, base=base, final=final, budget=budget):
+            yield item, data, base
+        if final:
+            return
+        line = state.good_line
+        piece = pieces.send(state.good_offset)
+
+
 class _Joins:
     """What rejoining broken events may still spend (the file's ``Budget``), and where a line of ``data``
     ends with ``}`` (found once, when the first broken line needs it)."""

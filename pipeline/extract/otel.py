@@ -21,11 +21,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ..schema import COUNT
-from .base import Context, Prior, Problems, ReadResult, Source, bigint, read_bytes, reader
-from .jsonl import Record, iter_jsonl
+from .base import Context, Prior, Problems, ReadResult, Source, bigint, reader
+from .jsonl import Record, iter_records
 
 SOURCE_KIND = "otel"
-MAX_FILE_BYTES = 512 * 1024 * 1024  # an export read whole past this is cut there (noted)
 
 # each figure under its attribute names, newest first (CLI 1.0.64 renamed the cache and reasoning ones)
 TOKENS = {
@@ -84,12 +83,9 @@ def is_chat_span(obj: dict) -> bool:
 def read_otel(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     res = ReadResult()
     path = source.path
-    data = read_bytes(path, limit=MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        res.reject(path, f"OpenTelemetry export longer than {MAX_FILE_BYTES:,} bytes: read up to there")
-        data = data[:data.rfind(b"\n", 0, MAX_FILE_BYTES) + 1]
-    n = 0
-    for item in iter_jsonl(data):
+    n, size = 0, 0
+    for item, data, base in iter_records(path):  # a window at a time
+        size = base + len(data)
         if not isinstance(item, Record):
             res.reject(path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
             continue
@@ -107,14 +103,14 @@ def read_otel(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
         row = _request(obj, path, item, problems, ctx)
         if row["session_id"] is None:
             res.reject(path, "chat span names no session (gen_ai.conversation.id): not counted", line=item.line,
-                       offset=item.offset, excerpt=ctx.excerpt(data[item.offset:item.offset + 400]))
+                       offset=item.offset, excerpt=ctx.excerpt(data[item.offset - base:item.offset - base + 400]))
             continue
         res.add("stg_otel_requests", row)
         if problems:
             res.reject(path, f"span kept; {problems.reason()}", line=item.line, offset=item.offset,
-                       excerpt=ctx.excerpt(data[item.offset:item.offset + 400]))
+                       excerpt=ctx.excerpt(data[item.offset - base:item.offset - base + 400]))
     res.n_records = n
-    res.last_good_offset = len(data)
+    res.last_good_offset = size
     spans: dict[str, list[str]] = {}
     for r in res.rows.get("stg_otel_requests", []):
         spans.setdefault(r["session_id"], []).extend([r["requested_at"]] if r["requested_at"] else [])
