@@ -215,6 +215,14 @@ def test_chat_sessions(data):
             assert "good prompt 2" in prompts, what
 
 
+def _lenient(bad: bytes):
+    """A mutated line as leniently as the readers parse it (None: no JSON they can read)."""
+    from pipeline.extract.jsonl import TOO_DEEP, loads_cut
+
+    obj, _cut = loads_cut(bad.strip(b" \t\r\n\x00"))
+    return None if obj is TOO_DEEP else obj
+
+
 DEBUG_CALL = {"ts": 1790000001000, "dur": 2000, "sid": "s1", "type": "llm_request", "name": "chat:m",
               "spanId": "000000000000000b", "parentSpanId": "0000000000000001", "status": "ok",
               "attrs": {"model": "m", "debugName": "panel/editAgent", "inputTokens": 20000, "outputTokens": 100,
@@ -234,10 +242,7 @@ def test_debug_logs(data):
         batch, rejects = _read(home, user, "debug_log")
         spans = _column(batch, "stg_debug_requests", "span_id")
         assert "good-1" in spans and "good-2" in spans, what
-        from pipeline.extract.jsonl import TOO_DEEP, loads_cut  # as leniently as the reader parses
-
-        obj, _cut = loads_cut(bad.strip(b" \t\r\n\x00"))
-        obj = None if obj is TOO_DEEP else obj
+        obj = _lenient(bad)
         if isinstance(obj, dict) and obj.get("type") == "llm_request":
             assert len(spans) == 3, what  # a call is kept, whatever its values (those that do not fit: NULL, noted)
         elif obj is not None and not isinstance(obj, dict) or obj is None and bad.strip(b" \t\r\n\x00"):
@@ -268,10 +273,7 @@ def test_otel_exports(data):
         batch, rejects = _read(home, None, "otel")
         spans = _column(batch, "stg_otel_requests", "span_id")
         assert "good-1" in spans and "good-2" in spans, what
-        from pipeline.extract.jsonl import TOO_DEEP, loads_cut  # as leniently as the reader parses
-
-        obj, _cut = loads_cut(bad.strip(b" \t\r\n\x00"))
-        obj = None if obj is TOO_DEEP else obj
+        obj = _lenient(bad)
         if obj is None and bad.strip(b" \t\r\n\x00") or obj is not None and not isinstance(obj, dict):
             assert any(r["line_number"] == 2 for r in rejects), (what, rejects)  # repaired or not: said
         elif len(spans) == 2 and isinstance(obj, dict) and isinstance(obj.get("attributes"), dict) \

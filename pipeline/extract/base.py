@@ -17,7 +17,7 @@ import orjson
 from ..redact import Redactor
 from ..schema import INT32, INT64
 from ..sources import KINDS
-from .jsonl import DEEP_NOTE, TOO_DEEP, loads_cut  # the event logs' lenient parser: NaN, surrogates, ...
+from .jsonl import DEEP_NOTE, TOO_DEEP, Record, iter_records, loads_cut  # the event logs' lenient parser
 
 # Never stored anywhere (CONTRACT.md): dropped wherever they appear in an event's data.
 FORBIDDEN_KEYS = frozenset({"reasoningText", "reasoningOpaque", "encryptedContent", "transformedContent"})
@@ -399,3 +399,20 @@ def load_json_file(source: Source, res: ReadResult, ctx: Context, problems: Prob
     if len(raw) > ctx.max_text:
         cap_texts(doc, ctx.max_text, problems)
     return doc
+
+
+def json_objects(path: str, res: ReadResult, ctx: Context):
+    """Every record of a JSONL file that is a JSON object, a window at a time (``jsonl.iter_records``), as
+    (record, its object, a function giving its excerpt for a reject); a line that is no JSON, or JSON but not an
+    object, is a reject of its own and reading goes on. ``res.n_records`` counts the records read."""
+    for item, data, base in iter_records(path):
+        if not isinstance(item, Record):
+            res.reject(path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
+            continue
+        res.n_records += 1
+        if not isinstance(item.obj, dict):
+            res.reject(path, f"a line that is {type(item.obj).__name__}, not an object", line=item.line,
+                       offset=item.offset, excerpt=ctx.excerpt(str(item.obj)))
+            continue
+        start = item.offset - base
+        yield item, item.obj, (lambda data=data, start=start: ctx.excerpt(data[start:start + 400]))

@@ -19,8 +19,19 @@ from __future__ import annotations
 import os
 
 from ..schema import COUNT
-from .base import Context, Prior, Problems, ReadResult, Source, bigint, epoch_ms_iso, read_bytes, reader
-from .jsonl import TOO_DEEP, Record, iter_records, loads_cut
+from .base import (
+    Context,
+    Prior,
+    Problems,
+    ReadResult,
+    Source,
+    bigint,
+    epoch_ms_iso,
+    json_objects,
+    read_bytes,
+    reader,
+)
+from .jsonl import TOO_DEEP, Record, loads_cut
 
 SOURCE_KIND = "vscode_debug_log"
 MAIN = "main.jsonl"
@@ -63,20 +74,10 @@ def read_debug_log(source: Source, ctx: Context, prior: Prior | None) -> ReadRes
     res = ReadResult()
     folder = source.path
     multipliers = _multipliers(os.path.join(folder, "models.json"), res, ctx)
-    n = 0
     for name in _logs(folder):
         path = os.path.join(folder, name)
         log = {"is_subagent": name != MAIN, "agent": None, "version": None}
-        for item, data, base in iter_records(path):  # a window at a time
-            if not isinstance(item, Record):
-                res.reject(path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
-                continue
-            n += 1
-            obj = item.obj
-            if not isinstance(obj, dict):
-                res.reject(path, f"a line that is {type(obj).__name__}, not an object", line=item.line,
-                           offset=item.offset, excerpt=ctx.excerpt(str(obj)))
-                continue
+        for item, obj, excerpt in json_objects(path, res, ctx):  # a window at a time
             attrs = obj.get("attrs") if isinstance(obj.get("attrs"), dict) else {}
             kind = obj.get("type")
             if kind == "session_start":
@@ -91,8 +92,7 @@ def read_debug_log(source: Source, ctx: Context, prior: Prior | None) -> ReadRes
                                                        ctx))
                 if problems:
                     res.reject(path, f"request kept; {problems.reason()}", line=item.line, offset=item.offset,
-                               excerpt=ctx.excerpt(data[item.offset - base:item.offset - base + 400]))
-    res.n_records = n
+                               excerpt=excerpt())
     requests = res.rows.get("stg_debug_requests")
     if requests:  # a folder of nothing but session_start lines is no session
         times = sorted(r["requested_at"] for r in requests if r["requested_at"])

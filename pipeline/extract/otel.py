@@ -18,11 +18,12 @@ A file is read whole when it changed (it holds every session the process exporte
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 
 from ..schema import COUNT
-from .base import Context, Prior, Problems, ReadResult, Source, bigint, reader
-from .jsonl import Record, iter_records
+from .base import Context, Prior, Problems, ReadResult, Source, bigint, json_objects, reader
+from .jsonl import Record
 
 SOURCE_KIND = "otel"
 
@@ -83,18 +84,8 @@ def is_chat_span(obj: dict) -> bool:
 def read_otel(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     res = ReadResult()
     path = source.path
-    n, size = 0, 0
-    for item, data, base in iter_records(path):  # a window at a time
-        size = base + len(data)
-        if not isinstance(item, Record):
-            res.reject(path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
-            continue
-        n += 1
-        obj = item.obj
-        if not isinstance(obj, dict):
-            res.reject(path, f"a line that is {type(obj).__name__}, not an object", line=item.line,
-                       offset=item.offset, excerpt=ctx.excerpt(str(obj)))
-            continue
+    size = os.path.getsize(path)
+    for item, obj, excerpt in json_objects(path, res, ctx):  # a window at a time
         if not is_chat_span(obj):
             continue
         problems = Problems()
@@ -103,13 +94,12 @@ def read_otel(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
         row = _request(obj, path, item, problems, ctx)
         if row["session_id"] is None:
             res.reject(path, "chat span names no session (gen_ai.conversation.id): not counted", line=item.line,
-                       offset=item.offset, excerpt=ctx.excerpt(data[item.offset - base:item.offset - base + 400]))
+                       offset=item.offset, excerpt=excerpt())
             continue
         res.add("stg_otel_requests", row)
         if problems:
             res.reject(path, f"span kept; {problems.reason()}", line=item.line, offset=item.offset,
-                       excerpt=ctx.excerpt(data[item.offset - base:item.offset - base + 400]))
-    res.n_records = n
+                       excerpt=excerpt())
     res.last_good_offset = size
     spans: dict[str, list[str]] = {}
     for r in res.rows.get("stg_otel_requests", []):
