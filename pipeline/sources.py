@@ -45,7 +45,7 @@ KINDS: dict[str, SourceKind] = {k.name: k for k in (
     SourceKind("desktop_db", "cli", "data.db (the desktop app: totals per session; read in place, read-only, "
                "through an allow-list)", fingerprint="sqlite", row_kinds=("desktop",)),
     SourceKind("otel", "cli", "otel/*.jsonl (an OpenTelemetry file export: COPILOT_OTEL_FILE_EXPORTER_PATH)",
-               row_kinds=("otel",)),
+               append_only=True, row_kinds=("otel",)),
     # VS Code (a session folder's vscode.metadata.json, and the User folder)
     SourceKind("vscode_metadata", "vscode", "session-state/<id>/vscode.metadata.json", row_kinds=("vscode_metadata",)),
     SourceKind("chat_session", "vscode", "workspaceStorage/<hash>/chatSessions/<id>.json|.jsonl",

@@ -166,3 +166,33 @@ def test_an_export_is_read_a_window_at_a_time_and_no_span_is_lost_between_window
     windowed = read_otel(Source(str(path), "otel", None, str(home)), Context(run_id="r", redact=Redactor()), None)
     assert windowed.rows == whole.rows and windowed.rejects == whole.rejects == []
     assert windowed.last_good_offset == path.stat().st_size
+
+
+def test_a_grown_export_is_read_from_where_the_last_run_stopped(tmp_path):
+    # an export only grows: the next run reads its new lines (a line still being written waits for the next run),
+    # and the warehouse is the one a first read of the whole file gives
+    from tools.compare import differences
+
+    home = home_with_otel(tmp_path)
+    path = home / "otel" / "copilot-otel.jsonl"
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [home])
+    n0 = rows(wh, "select count(*) from stg_otel_requests")[0][0]
+    later = chat(ONLY, 60, "gpt-5.6-sol", 9000, 60, 0, 900_000_000.0)
+    newcomer = "d0000000-0000-4000-8000-000000000004"
+    unfinished = chat(newcomer, 90, "gpt-5.6-sol", 1000, 10, 0, 100_000_000.0)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(later + "\n" + unfinished[:-20])
+    assert ingest(wh, [home]).n_pending_tails == 1  # the unfinished line waits for the next run
+    # the new line read, the lines before it not again (their rows kept: staged once, not twice)
+    assert rows(wh, "select count(*), count(distinct _run_id) from stg_otel_requests") == [(n0 + 1, 2)]
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(unfinished[-20:] + "\n")
+    ingest(wh, [home])
+    assert rows(wh, "select count(*), count(distinct _run_id) from stg_otel_requests") == [(n0 + 2, 3)]
+    fresh = tmp_path / "fresh.duckdb"
+    ingest(fresh, [home])
+    assert differences(fresh, wh, skip_tables={"_source_files", "_meta"}) == []
+    assert rows(wh, "select started_at < ended_at, n_turns from dim_sessions where session_id = ?", [ONLY]) == [
+        (True, 0)]
+    assert rows(wh, "select count(*) from fct_requests where session_id = ?", [newcomer]) == [(1,)]

@@ -9,7 +9,7 @@ def test_every_declared_kind_has_a_reader_and_every_reader_a_declaration():
 
 
 def test_what_the_declarations_say():
-    assert {"events", "legacy_jsonl", "transcript"} == APPEND_KINDS
+    assert {"events", "legacy_jsonl", "transcript", "otel"} == APPEND_KINDS
     assert {k.name for k in KINDS.values() if k.fingerprint == "sqlite"} == {"session_store", "vscode_state_db",
                                                                              "desktop_db", "agent_traces"}
     # which event log wins for one session, which checkpoint copy wins

@@ -17,7 +17,7 @@ import orjson
 from ..redact import Redactor
 from ..schema import INT32, INT64
 from ..sources import KINDS
-from .jsonl import DEEP_NOTE, TOO_DEEP, Record, iter_records, loads_cut  # the event logs' lenient parser
+from .jsonl import DEEP_NOTE, TOO_DEEP, ReadState, Record, iter_records, loads_cut  # the logs' lenient parser
 
 # Never stored anywhere (CONTRACT.md): dropped wherever they appear in an event's data.
 FORBIDDEN_KEYS = frozenset({"reasoningText", "reasoningOpaque", "encryptedContent", "transformedContent"})
@@ -401,11 +401,14 @@ def load_json_file(source: Source, res: ReadResult, ctx: Context, problems: Prob
     return doc
 
 
-def json_objects(path: str, res: ReadResult, ctx: Context):
-    """Every record of a JSONL file that is a JSON object, a window at a time (``jsonl.iter_records``), as
-    (record, its object, a function giving its excerpt for a reject); a line that is no JSON, or JSON but not an
-    object, is a reject of its own and reading goes on. ``res.n_records`` counts the records read."""
-    for item, data, base in iter_records(path):
+def json_objects(path: str, res: ReadResult, ctx: Context, start: int = 0, line: int = 1):
+    """Every record of a JSONL file that is a JSON object, from byte ``start`` (line ``line``), a window at a
+    time (``jsonl.iter_records``), as (record, its object, a function giving its excerpt for a reject); a line
+    that is no JSON, or JSON but not an object, is a reject of its own and reading goes on. ``res.n_records``
+    counts the records read; ``res.last_good_offset``, ``good_line`` and ``pending_tail`` say where reading
+    stopped (an unterminated last line is left for the next run)."""
+    end = ReadState(start, line)
+    for item, data, base in iter_records(path, start, line, end):
         if not isinstance(item, Record):
             res.reject(path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
             continue
@@ -414,5 +417,6 @@ def json_objects(path: str, res: ReadResult, ctx: Context):
             res.reject(path, f"a line that is {type(item.obj).__name__}, not an object", line=item.line,
                        offset=item.offset, excerpt=ctx.excerpt(str(item.obj)))
             continue
-        start = item.offset - base
-        yield item, item.obj, (lambda data=data, start=start: ctx.excerpt(data[start:start + 400]))
+        at = item.offset - base
+        yield item, item.obj, (lambda data=data, at=at: ctx.excerpt(data[at:at + 400]))
+    res.last_good_offset, res.good_line, res.pending_tail = end.good_offset, end.good_line, end.pending_tail

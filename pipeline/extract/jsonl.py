@@ -219,12 +219,14 @@ def windows(path: str, start: int = 0, size: int | None = None) -> Iterator[tupl
             pos = resume
 
 
-def iter_records(path: str) -> Iterator[tuple[Record | Reject, bytes, int]]:
-    """Every record (or reject) of a whole JSONL file, a window at a time (``windows``): memory bounded by the
-    window and the longest line, not by the file. Each with the window's bytes and its file offset (a record's
-    bytes are ``data[item.offset - base:]``)."""
-    line, budget = 1, Budget()
-    pieces = windows(path, 0)
+def iter_records(path: str, start: int = 0, line: int = 1,
+                 end: ReadState | None = None) -> Iterator[tuple[Record | Reject, bytes, int]]:
+    """Every record (or reject) of a JSONL file from byte ``start`` (line ``line``), a window at a time
+    (``windows``): memory bounded by the window and the longest line, not by the file. Each with the window's
+    bytes and its file offset (a record's bytes are ``data[item.offset - base:]``). ``end``, when given, is left
+    where reading stopped (its good offset and line, and whether an unterminated last line was left for later)."""
+    budget = Budget()
+    pieces = windows(path, start)
     piece = next(pieces)
     while True:
         base, data, final = piece
@@ -232,6 +234,9 @@ def iter_records(path: str) -> Iterator[tuple[Record | Reject, bytes, int]]:
         for item in iter_jsonl(data, 0, line, state, base=base, final=final, budget=budget):
             yield item, data, base
         if final:
+            if end is not None:
+                end.good_offset, end.good_line, end.pending_tail = state.good_offset, state.good_line, \
+                    state.pending_tail
             return
         line = state.good_line
         piece = pieces.send(state.good_offset)

@@ -12,17 +12,17 @@ re-exports: neither is read, so nothing counts twice. Token attributes were rena
 (``"[REDACTED]"``) is NULL. The rows go to ``stg_otel_requests``; the usage model takes them for a leg no shutdown,
 store or debug log covers (``transform/usage.py``), and a session known from its events and from OTel is one session.
 
-A file is read whole when it changed (it holds every session the process exported): fine for the files seen
-(~130 KB), slow for one grown for months.
+An export only grows: a grown one is read from where the last run stopped (its earlier bytes checked unchanged,
+as the CLI's logs are); one changed otherwise is read again whole.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 
 from ..schema import COUNT
 from .base import Context, Prior, Problems, ReadResult, Source, bigint, json_objects, reader
+from .events import _is_append
 from .jsonl import Record
 
 SOURCE_KIND = "otel"
@@ -84,8 +84,11 @@ def is_chat_span(obj: dict) -> bool:
 def read_otel(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     res = ReadResult()
     path = source.path
-    size = os.path.getsize(path)
-    for item, obj, excerpt in json_objects(path, res, ctx):  # a window at a time
+    start, line = 0, 1
+    if prior is not None and prior.last_good_offset and _is_append(path, prior):  # grown: its new lines only
+        start, line = prior.last_good_offset, prior.good_line
+        res.appended = True
+    for item, obj, excerpt in json_objects(path, res, ctx, start, line):  # a window at a time
         if not is_chat_span(obj):
             continue
         problems = Problems()
@@ -100,16 +103,6 @@ def read_otel(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
         if problems:
             res.reject(path, f"span kept; {problems.reason()}", line=item.line, offset=item.offset,
                        excerpt=excerpt())
-    res.last_good_offset = size
-    spans: dict[str, list[str]] = {}
-    for r in res.rows.get("stg_otel_requests", []):
-        spans.setdefault(r["session_id"], []).extend([r["requested_at"]] if r["requested_at"] else [])
-    for sid, times in sorted(spans.items()):  # when each session's requests ran (a session known only from here)
-        res.add("stg_session_meta", {
-            "session_id": sid, "source_kind": SOURCE_KIND, "title": None, "summary": None, "cwd": None,
-            "git_root": None, "repository": None, "branch": None, "host_type": None, "client_name": None,
-            "created_at": min(times, default=None), "updated_at": max(times, default=None),
-            "first_user_message": None, "extra": None, "_source_path": path, "_run_id": ctx.run_id})
     return res
 
 

@@ -447,9 +447,13 @@ def sessions(stg: dict[str, pl.DataFrame], ev: pl.DataFrame, tools: pl.DataFrame
     ids = pl.concat([f.select("session_id") for f in stg.values() if "session_id" in f.columns]).unique()
     ids = ids.filter(pl.col("session_id").is_not_null())
     cols = ["title", "summary", "host_type", "client_name", "created_at", "updated_at", "first_user_message"]
-    ws, vs, st, vc, vt, vi, vd, ot, dk = (_meta(meta, k, cols) for k in (
+    ws, vs, st, vc, vt, vi, vd, dk = (_meta(meta, k, cols) for k in (
         "workspace_yaml", "vscode_metadata", "store", "vscode_chat", "vscode_transcript", "vscode_index",
-        "vscode_debug_log", "otel", "desktop"))
+        "vscode_debug_log", "desktop"))
+    # a session's first and last OpenTelemetry request (a session known only from spans is dated by them)
+    spans = stg.get("stg_otel_requests", pl.DataFrame(schema={"session_id": pl.String, "requested_at": pl.String}))
+    ot = spans.group_by("session_id").agg(pl.col("requested_at").min().alias("otel_created_at"),
+                                          pl.col("requested_at").max().alias("otel_updated_at"))
     ctx = _start_context(ev)
     t = pl.col("event_type")
     ev_stats = ev.group_by("session_id").agg(
