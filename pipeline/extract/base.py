@@ -401,13 +401,13 @@ def load_json_file(source: Source, res: ReadResult, ctx: Context, problems: Prob
     return doc
 
 
-def json_objects(path: str, res: ReadResult, ctx: Context, start: int = 0, line: int = 1):
+def json_objects(path: str, res: ReadResult, ctx: Context, start: int = 0, line: int = 1,
+                 end: ReadState | None = None):
     """Every record of a JSONL file that is a JSON object, from byte ``start`` (line ``line``), a window at a
     time (``jsonl.iter_records``), as (record, its object, a function giving its excerpt for a reject); a line
     that is no JSON, or JSON but not an object, is a reject of its own and reading goes on. ``res.n_records``
-    counts the records read; ``res.last_good_offset``, ``good_line`` and ``pending_tail`` say where reading
-    stopped (an unterminated last line is left for the next run)."""
-    end = ReadState(start, line)
+    counts the records read; ``end``, when given, is left where reading stopped (an unterminated last line is
+    left for the next run)."""
     for item, data, base in iter_records(path, start, line, end):
         if not isinstance(item, Record):
             res.reject(path, item.reason, line=item.line, offset=item.offset, excerpt=ctx.excerpt(item.excerpt))
@@ -419,4 +419,3 @@ def json_objects(path: str, res: ReadResult, ctx: Context, start: int = 0, line:
             continue
         at = item.offset - base
         yield item, item.obj, (lambda data=data, at=at: ctx.excerpt(data[at:at + 400]))
-    res.last_good_offset, res.good_line, res.pending_tail = end.good_offset, end.good_line, end.pending_tail

@@ -219,7 +219,7 @@ def _args_json(args: object, redact: Callable, clean: Callable) -> str | None:
 def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kind: str) -> ReadResult:
     res = ReadResult()
     start, line, index = 0, 1, 0
-    if prior is not None and prior.last_good_offset and _is_append(source.path, prior):
+    if prior is not None and prior.last_good_offset and is_append(source.path, prior):
         start, line, index = prior.last_good_offset, prior.good_line, prior.n_records
         res.appended = True
     sid = source.session_id
@@ -329,7 +329,7 @@ def prefix_digest(path: str, offset: int) -> str:
     return h.hexdigest()
 
 
-def _is_append(path: str, prior: Prior) -> bool:
+def is_append(path: str, prior: Prior) -> bool:
     """The file grew and every byte up to the last good offset is what was read before (an edit before it,
     even one that keeps the size, as `sed -i` does, reads the file whole again)."""
     size = Path(path).stat().st_size

@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 
 from ..schema import COUNT
 from .base import Context, Prior, Problems, ReadResult, Source, bigint, json_objects, reader
-from .events import _is_append
-from .jsonl import Record
+from .events import is_append
+from .jsonl import ReadState, Record
 
 SOURCE_KIND = "otel"
 
@@ -85,10 +85,11 @@ def read_otel(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
     res = ReadResult()
     path = source.path
     start, line = 0, 1
-    if prior is not None and prior.last_good_offset and _is_append(path, prior):  # grown: its new lines only
+    if prior is not None and prior.last_good_offset and is_append(path, prior):  # grown: its new lines only
         start, line = prior.last_good_offset, prior.good_line
         res.appended = True
-    for item, obj, excerpt in json_objects(path, res, ctx, start, line):  # a window at a time
+    end = ReadState(start, line)
+    for item, obj, excerpt in json_objects(path, res, ctx, start, line, end):  # a window at a time
         if not is_chat_span(obj):
             continue
         problems = Problems()
@@ -103,6 +104,7 @@ def read_otel(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
         if problems:
             res.reject(path, f"span kept; {problems.reason()}", line=item.line, offset=item.offset,
                        excerpt=excerpt())
+    res.last_good_offset, res.good_line, res.pending_tail = end.good_offset, end.good_line, end.pending_tail
     return res
 
 

@@ -406,17 +406,10 @@ def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame
     store = store_requests(store_usage, legs, turns)
     # the most detailed source of each leg wins: debug log rows, store rows, OpenTelemetry spans, usage events,
     # then messages
-    for frame, rows_of in ((otel, otel_requests), (debug, debug_requests)):  # each before what is there so far
-        if frame is not None and not frame.is_empty():
-            first = rows_of(frame, legs, turns)
-            if rows_of is otel_requests:  # after the store's rows: the same requests, counted once
-                first = first.join(store.select("session_id", "leg_index").unique(), on=["session_id", "leg_index"],
-                                   how="anti")
-                store = pl.concat([store, first], how="diagonal_relaxed")
-            else:
-                store = pl.concat([first, store.join(first.select("session_id", "leg_index").unique(),
-                                                     on=["session_id", "leg_index"], how="anti")],
-                                  how="diagonal_relaxed")
+    if otel is not None and not otel.is_empty():  # the store's rows and the spans are the same requests
+        store = _first_of_leg(store, otel_requests(otel, legs, turns))
+    if debug is not None and not debug.is_empty():
+        store = _first_of_leg(debug_requests(debug, legs, turns), store)
     store_legs = store.select("session_id", "leg_index").unique()
     premium_of = _debug_premium(uev, store)
     uev = uev.join(store_legs, on=["session_id", "leg_index"], how="anti")
@@ -495,6 +488,13 @@ def parse_ts_value(text: str | None):
     if not text:
         return None
     return pl.select(parse_ts(pl.lit(text))).item()
+
+
+def _first_of_leg(better: pl.DataFrame, worse: pl.DataFrame) -> pl.DataFrame:
+    """The request rows of ``better``, and those of ``worse`` in the legs ``better`` has none in."""
+    keys = ["session_id", "leg_index"]
+    return pl.concat([better, worse.join(better.select(keys).unique(), on=keys, how="anti")],
+                     how="diagonal_relaxed")
 
 
 def _debug_premium(uev: pl.DataFrame, store: pl.DataFrame) -> pl.DataFrame:

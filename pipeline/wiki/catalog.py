@@ -19,10 +19,26 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from . import pages as wp
-from . import queries
 from .markdown import month_range
-from .queries import WikiData
+from .pages import (
+    LATEST_SESSIONS,
+    TOP_FILES,
+    failures_page,
+    files_page,
+    index_page,
+    month_page,
+    month_pages,
+    month_stem,
+    people_page,
+    project_page,
+    runs_page,
+    session_pages,
+    sessions_page,
+    topics_page,
+    usage_page,
+)
+from .queries import WikiData, failures, rejects, runs
+from .queries import load as load_shared
 
 
 @dataclass
@@ -71,8 +87,8 @@ def _project_values(data: WikiData, ctx: Context, p: dict) -> dict:
 
 
 def _month_members(data: WikiData, _ctx: Context) -> Iterable[tuple[str, dict]]:
-    return [(wp.month_stem(m, i), {"month": m, "page": i, "pages": pages})
-            for m, pages in wp.month_pages(data.sessions).items() for i in range(len(pages))]
+    return [(month_stem(m, i), {"month": m, "page": i, "pages": pages})
+            for m, pages in month_pages(data.sessions).items() for i in range(len(pages))]
 
 
 def _sessions_values(data: WikiData, _ctx: Context) -> dict:
@@ -85,35 +101,35 @@ def _sessions_values(data: WikiData, _ctx: Context) -> dict:
 
 
 def _runs_query(con: duckdb.DuckDBPyConnection) -> dict:
-    return {"runs": queries.runs(con), "rejects": queries.rejects(con)}
+    return {"runs": runs(con), "rejects": rejects(con)}
 
 
 PAGES: tuple[Page, ...] = (
     Page("index", "Overview", nav=False,
-         wiki=lambda d, c: wp.index_page(d, c.top_topic, listed(d)),
-         site="index.html", values=lambda d, c: {"top_topic": c.top_topic, "latest": d.sessions[:wp.LATEST_SESSIONS]}),
+         wiki=lambda d, c: index_page(d, c.top_topic, listed(d)),
+         site="index.html", values=lambda d, c: {"top_topic": c.top_topic, "latest": d.sessions[:LATEST_SESSIONS]}),
     Page("sessions", "Sessions", "every session by month, with its cost",
-         wiki=lambda d, c: wp.sessions_page(d), site="sessions.html", values=_sessions_values),
+         wiki=lambda d, c: sessions_page(d), site="sessions.html", values=_sessions_values),
     Page("projects", "Projects", anchor="#projects",
-         wiki=lambda d, c, p: wp.project_page(d, p, p["project_id"] in c.charted),
+         wiki=lambda d, c, p: project_page(d, p, p["project_id"] in c.charted),
          site="project.html", values=_project_values, each=_project_members),
     Page("files", "Files", "the most important files of each project and the files that change together",
-         wiki=lambda d, c: wp.files_page(d), site="files.html"),
+         wiki=lambda d, c: files_page(d), site="files.html"),
     Page("topics", "Topics", "what each project has been about, month by month",
-         wiki=lambda d, c: wp.topics_page(d, c.charted), site="topics.html",
+         wiki=lambda d, c: topics_page(d, c.charted), site="topics.html",
          values=lambda d, c: {"charted": c.charted}),
     Page("usage", "Usage", "tokens, AI credits and dollars per week, model and project",
-         wiki=lambda d, c: wp.usage_page(d), site="usage.html"),
+         wiki=lambda d, c: usage_page(d), site="usage.html"),
     Page("failures", "Failures", "prompts that errored or were cancelled and tool calls that failed",
-         query=queries.failures, wiki=lambda d, c: wp.failures_page(d.page_data["failures"]),
+         query=failures, wiki=lambda d, c: failures_page(d.page_data["failures"]),
          site="failures.html", values=lambda d, c: {"failures": d.page_data["failures"]}),
     Page("people", "People", "who did what, and what it cost", shown=lambda d: len(d.people) > 1,
-         wiki=lambda d, c: wp.people_page(d), site="people.html"),
+         wiki=lambda d, c: people_page(d), site="people.html"),
     Page("runs", "Runs", "when the warehouse was loaded, what it read and what it rejected",
-         query=_runs_query, wiki=lambda d, c: wp.runs_page(d.page_data["runs"]),
+         query=_runs_query, wiki=lambda d, c: runs_page(d.page_data["runs"]),
          site="runs.html", values=lambda d, c: d.page_data["runs"]),
     Page("search", "Search", nav=False, site="search.html"),
-    Page("months", "Months", nav=False, wiki=lambda d, c, month, page, pages: wp.month_page(d, month, pages, page),
+    Page("months", "Months", nav=False, wiki=lambda d, c, month, page, pages: month_page(d, month, pages, page),
          site="month.html", values=lambda d, c, month, page, pages: {
              "month": month, "page": page, "pages": pages, "n": sum(len(x) for x in pages)},
          each=_month_members),
@@ -133,7 +149,7 @@ def nav(data: WikiData) -> list[tuple[str, str]]:
 
 def load(con: duckdb.DuckDBPyConnection, sessions: bool = True) -> WikiData:
     """What the pages show: the shared page data (``queries.load``) and each page's own (``Page.query``)."""
-    data = queries.load(con, sessions)
+    data = load_shared(con, sessions)
     data.page_data.update({p.name: p.query(con) for p in PAGES if p.query})
     return data
 
@@ -149,7 +165,7 @@ def chart_specs(data: WikiData) -> dict[str, tuple]:
     specs: dict[str, tuple] = {}
     for p in data.projects:
         pid, s = p["project_id"], data.project_slug[p["project_id"]]
-        top = data.files.get(pid, [])[:wp.TOP_FILES]
+        top = data.files.get(pid, [])[:TOP_FILES]
         if top:
             specs[f"charts/files-{s}.svg"] = ("horizontal_bars", (
                 [f["path"] for f in top], [f["score"] for f in top], f"Most important files: {p['name']}", "score"))
@@ -183,7 +199,7 @@ def build_pages(data: WikiData, with_sessions: bool = True) -> tuple[dict[str, s
             for stem, member in page.each(data, ctx):
                 out[page.path(stem, "md")] = page.wiki(data, ctx, **member)
     if with_sessions:
-        out.update(wp.session_pages(data, data.sessions))
+        out.update(session_pages(data, data.sessions))
     return out, specs
 
 
