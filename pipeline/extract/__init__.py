@@ -27,23 +27,21 @@ def discover(copilot_homes: Iterable[Path], vscode_users: Iterable[Path] = (),
 def one_each(sources: list[Source]) -> list[Source]:
     """Each file once, whatever path names it: a root given twice, a root and a link to it, a session
     folder linked into a home from another, are read once (by the first path that names them); their
-    records would be counted twice otherwise."""
-    folders: dict[str, str] = {}
-
-    def real(path: str) -> str:
-        parent, name = os.path.split(path)
-        if parent not in folders:
-            folders[parent] = os.path.realpath(parent)
-        return os.path.realpath(path) if os.path.islink(path) else os.path.join(folders[parent], name)
-
-    seen: set[str] = set()
+    records would be counted twice otherwise. A file is known by its device and inode (one stat; resolving
+    every path's links took 0.17 s of 10,593 sources, this 0.03 s); one that cannot be examined by its path."""
+    seen: set[object] = set()
     out = []
     for src in sources:
-        key = real(src.path)
+        try:
+            st = os.stat(src.path)
+            key: object = (st.st_dev, st.st_ino)
+        except (OSError, ValueError):
+            key = src.path
         if key not in seen:
             seen.add(key)
             out.append(src)
     return out
+
 
 _FINGERPRINTS = {"stat": stat_fingerprint, "sqlite": store.store_fingerprint}
 
