@@ -121,10 +121,12 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
     seconds: dict[str, float] = {}  # of each model (not macro) built, in build order
     if sessions is not None:
         key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to
+    tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = 'main' "
+                                        "and database_name = current_database()").fetchall()}
     for model in load_models(root):
         started = time.perf_counter()
         try:
-            _build(con, model, sessions)
+            _build(con, model, sessions, model.name in tables)
         except ModelError:
             raise
         except duckdb.InterruptException as exc:  # Ctrl-C during a model: an interruption, not a broken model
@@ -155,7 +157,7 @@ def narrowed(sql: str, key: str, condition: str) -> str:
     return _IMPORT.sub(narrow, sql)
 
 
-def _build(con: duckdb.DuckDBPyConnection, model: Model, sessions: list[str] | None) -> None:
+def _build(con: duckdb.DuckDBPyConnection, model: Model, sessions: list[str] | None, exists: bool = True) -> None:
     if model.layer == "macros":
         con.execute(model.sql)
         return
@@ -168,6 +170,10 @@ def _build(con: duckdb.DuckDBPyConnection, model: Model, sessions: list[str] | N
         scoped = f"select {cols} from ({narrowed(model.sql, key, in_scope)})"
         con.execute(f'delete from "{model.name}" where {in_scope}')
         con.execute(f'insert into "{model.name}" select * from ({scoped}) where {in_scope}')
-    else:
-        con.execute(f'create or replace table "{model.name}" as {select}')
-        comment(con, table)
+    else:  # the declared table, with its comments, emptied and filled (re-commenting every column of every
+        # model after a `create or replace` took 0.15 s of a small home's 0.6 s of models)
+        if not exists:
+            con.execute(table.create_sql())
+            comment(con, table)
+        con.execute(f'delete from "{model.name}"')
+        con.execute(f'insert into "{model.name}" {select}')
