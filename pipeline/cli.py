@@ -42,6 +42,14 @@ def _version() -> str:
     return f"copilot-warehouse {mine} (DuckDB {duckdb.__version__}, Python {sys.version.split()[0]})"
 
 
+class _Version(argparse.Action):
+    """--version, its text made only when asked (importlib.metadata cost every verb ~0.1 s at startup)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kwargs: object) -> None:
+        print(_version())
+        parser.exit()
+
+
 def _common(parser: argparse.ArgumentParser, top: bool) -> None:
     """-v and -q, accepted before the verb and after it (after it, only a given flag counts)."""
     default = False if top else argparse.SUPPRESS
@@ -62,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Turn GitHub Copilot history into a DuckDB warehouse. The warehouse "
                                             "is data/warehouse.duckdb unless --warehouse or $COPILOT_WAREHOUSE "
                                             "names another.")
-    p.add_argument("--version", action="version", version=_version())
+    p.add_argument("--version", action=_Version, nargs=0, help="show the program's version number and exit")
     _common(p, top=True)
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Sub)
 
@@ -259,9 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quiet and not args.verbose:
         logging.getLogger().setLevel(logging.ERROR)
     from .checks import ChecksFailed
-    from .errors import OutputError, ServeError
+    from .errors import OutputError, ServeError, SourceError
     from .extensions import ExtensionError
-    from .ingest import SourceError
     from .lake import LakeError
     from .models import ModelError
     from .warehouse import WarehouseError

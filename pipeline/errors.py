@@ -9,3 +9,7 @@ class OutputError(Exception):
 
 class ServeError(Exception):
     """`serve` cannot listen where it was asked to."""
+
+
+class SourceError(Exception):
+    """A named source folder does not exist or is not a folder."""

@@ -22,6 +22,7 @@ from pathlib import Path
 import duckdb
 
 from .checks import ChecksFailed, all_checks, run_checks
+from .errors import SourceError
 from .extract import discover
 from .extract.base import Finder
 from .extract.parallel import read_all
@@ -51,10 +52,6 @@ log = logging.getLogger(__name__)
 
 def _chars(n: int) -> str:
     return f"the first {n:,} characters" if n else "all"
-
-
-class SourceError(Exception):
-    """A named source folder does not exist or is not a folder."""
 
 
 def check_sources(copilot_homes: list[Path], vscode_users: list[Path]) -> None:
