@@ -245,6 +245,16 @@ def _warehouse(args: argparse.Namespace) -> str | Path:
     return args.warehouse or default_warehouse()
 
 
+def _reader(args: argparse.Namespace):
+    """A read-only connection for a verb that only queries: this machine's warehouse, or the lake read in
+    place (``lake.lake_reader``: no local copy)."""
+    if getattr(args, "lake", None):
+        from .lake import lake_reader
+        return lake_reader(args.lake)
+    from .warehouse import connect
+    return connect(args.warehouse or default_warehouse(), read_only=True)
+
+
 def _amount(text: str):
     from decimal import Decimal, InvalidOperation
     try:
@@ -605,7 +615,6 @@ def cmd_usage(args: argparse.Namespace) -> int:
         terminal_width,
         usage_table,
     )
-    from .warehouse import connect
     today = datetime.now(timezone.utc).date()
     try:
         since = period_start(args.since, today) if args.since else None
@@ -614,7 +623,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
         print(f"error: --since / --until {args.since or args.until!r}: a date like 2026-09-01, today, yesterday, "
               "7d, this-month or last-month", file=sys.stderr)
         return 2
-    con = connect(_warehouse(args), read_only=True)
+    con = _reader(args)
     try:
         if args.status:
             print(status_line(con, today))
@@ -627,9 +636,15 @@ def cmd_usage(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except duckdb.CatalogException:
-        print(f"error: {_warehouse(args)} has no usage tables yet: run `python -m pipeline ingest`, which upgrades "
-              "a warehouse an older version wrote", file=sys.stderr)
+    except duckdb.Error as exc:
+        if getattr(args, "lake", None):
+            from .lake import read_error
+            if (unreadable := read_error(args.lake, exc)) is not None:
+                raise unreadable from exc
+        if not isinstance(exc, duckdb.CatalogException):
+            raise
+        print(f"error: {args.warehouse or default_warehouse()} has no usage tables yet: run `python -m pipeline "
+              "ingest`, which upgrades a warehouse an older version wrote", file=sys.stderr)
         return 2
     finally:
         con.close()
@@ -664,8 +679,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     from .output import write
-    from .warehouse import connect
-    con = connect(_warehouse(args), read_only=True)
+    con = _reader(args)
     try:
         try:
             rel = con.sql(args.sql)
@@ -673,7 +687,11 @@ def cmd_query(args: argparse.Namespace) -> int:
                 return 0
             columns = rel.columns
             rel.execute()
-        except Exception as exc:  # duckdb raises many error types; all are the user's SQL
+        except Exception as exc:  # duckdb raises many error types; all are the user's SQL ...
+            if getattr(args, "lake", None):  # ... but a data file of the lake that cannot be read
+                from .lake import read_error
+                if (unreadable := read_error(args.lake, exc)) is not None:
+                    raise unreadable from exc
             print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
             return 1
         write(columns, _batches(rel), args.format)

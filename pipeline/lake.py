@@ -21,6 +21,7 @@ import logging
 import os
 import random
 import re
+import shutil
 import socket
 import subprocess
 import time
@@ -34,8 +35,9 @@ import duckdb
 from . import extensions
 from .checks import ChecksFailed, run_checks
 from .models import load_models, run_models
-from .schema import STAR, TABLES
+from .schema import ALL_TABLES, STAR, TABLES
 from .warehouse import (
+    VIEW_SQL,
     WarehouseBusy,
     check_file,
     connect,
@@ -43,6 +45,7 @@ from .warehouse import (
     key_table,
     locked,
     may_read,
+    memory_limit,
     meta,
     quiet,
     set_meta,
@@ -66,6 +69,14 @@ TEXT_COLUMNS = {
 RETRIES = 30
 MAINTAIN_EVERY = 50  # pushes between two maintenances a push runs itself (lake_pushes counts them)
 KEEP = "7 days"  # snapshots younger than this stay (time travel), and files scheduled for deletion as long
+# DuckLake options every lake of this tool has (set by a push or a maintenance that finds them otherwise):
+# - target_file_size, the size merged files grow to (default 512 MB): a merge holds what it writes in memory,
+#   so 200 pushes' small files of fct_tool_calls merged at the default ran out of DuckDB's 512 MB (at 32 MB:
+#   908 MB peak RSS; at 16 MB: 779 MB, 1,800 files into 30 in 9.7 s);
+# - parquet_row_group_size, rows per row group (default 122,880): a reader decodes a row group's column
+#   whole, and 122,880 tool calls with 4,096 characters of output each took the copy of a 200-machine lake
+#   out of memory (the warehouse's own row groups: 16,384 rows, see warehouse.row_group_size).
+LAKE_OPTIONS = {"target_file_size": "16000000", "parquet_row_group_size": "16384"}
 SQLITE_CROWDED = 5  # conflicts in one push to a .sqlite catalog past which the push recommends PostgreSQL
 
 
@@ -145,6 +156,7 @@ def _lake_columns(table: str) -> list[tuple[str, str]]:
 
 
 def ensure_lake_schema(con: duckdb.DuckDBPyConnection, alias: str = "lake") -> None:
+    _ensure_options(con, alias)
     for table in LAKE_TABLES:
         cols = ", ".join(f'"{n}" {t}' for n, t in _lake_columns(table))
         con.execute(f'create table if not exists {alias}."{table}" ({cols})')
@@ -159,6 +171,14 @@ def ensure_lake_schema(con: duckdb.DuckDBPyConnection, alias: str = "lake") -> N
     con.execute(f"""create table if not exists {alias}.lake_pushes (
         push_id VARCHAR, machine_id VARCHAR, user_name VARCHAR, pushed_at TIMESTAMPTZ, n_sessions_new INTEGER,
         n_sessions_changed INTEGER, n_sessions_unchanged INTEGER, metrics_only BOOLEAN, seconds DOUBLE)""")
+
+
+def _connect() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB for the lake's commands, under the warehouse's memory limit (DuckDB's own default,
+    80% of the machine's memory, took maintenance of a 1,000-machine lake to 3.2 GB of RSS)."""
+    con = duckdb.connect(":memory:", config={"memory_limit": memory_limit(), **extensions.config()})
+    quiet(con)
+    return con
 
 
 # ------------------------------------------------------------------------------------ who pushes
@@ -240,7 +260,7 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
         raise LakeError(f"no warehouse at {warehouse}: run `python -m pipeline ingest` first")
     check_file(warehouse)
     may_read(warehouse)  # an ingest writing it: busy, in one line
-    con = duckdb.connect(config=extensions.config())
+    con = _connect()
     quiet(con)
     try:
         con.execute("set TimeZone = 'UTC'")
@@ -292,13 +312,22 @@ def maintain(catalog: str, keep: str = KEEP) -> MaintainSummary:
     parquet files, expire snapshots older than ``keep`` and delete the files nothing refers to any more
     (scheduled for deletion longer than ``keep`` ago). Safe beside pushes and readers: merged
     files stay until a later cleanup, and a conflict leaves the lake as it was."""
-    con = duckdb.connect(config=extensions.config())
+    con = _connect()
     quiet(con)
     try:
         attach(con, catalog)
         return _maintain(con, keep)
     finally:
         con.close()
+
+
+def _ensure_options(con: duckdb.DuckDBPyConnection, alias: str = "lake") -> None:
+    """The lake's options as LAKE_OPTIONS says (written only when one differs: a lake's later pushes only read)."""
+    have = dict(con.execute(f"select option_name, value from ducklake_options('{alias}')").fetchall())
+    for name, value in LAKE_OPTIONS.items():
+        if have.get(name) != value:  # a size takes a unit: bytes
+            con.execute(f"call {alias}.set_option('{name}', " + (f"'{value}B')" if name.endswith("_size") and
+                                                                 "row_group" not in name else f"{value})"))
 
 
 def _data_files(con: duckdb.DuckDBPyConnection) -> int:
@@ -312,6 +341,7 @@ def _maintain(con: duckdb.DuckDBPyConnection, keep: str = KEEP) -> MaintainSumma
     if not re.fullmatch(r"\d+ (seconds|minutes|hours|days)", keep):
         raise LakeError(f"keep {keep!r}: a number of seconds, minutes, hours or days")
     out = MaintainSummary(files_before=_data_files(con), keep=keep)
+    _ensure_options(con)
     con.execute("call ducklake_flush_inlined_data('lake')")  # rows small pushes kept in the catalog, as files
     con.execute("call ducklake_merge_adjacent_files('lake')")
     expired = con.execute(f"call ducklake_expire_snapshots('lake', older_than => now() - interval '{keep}')"
@@ -399,7 +429,7 @@ def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
     lake has a snapshot newer than the one it was built from. A session pushed by several machines
     (a home copied between them) counts once: the latest push's rows."""
     path = Path(path) if path else default_cache(catalog)
-    con = duckdb.connect(config=extensions.config())
+    con = _connect()
     quiet(con)
     try:
         attach(con, catalog, read_only=True)
@@ -413,9 +443,114 @@ def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
         raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
     with _building(path):  # two `report --lake` at once: one builds the copy, the other waits and reads it
         have = _copy_snapshot(path)
-        if have != snapshot:
+        if have != snapshot and not _refresh_copy(catalog, path, have, snapshot):
             _build_copy(catalog, path, snapshot)
     return path
+
+
+REFRESH_SHARE = 0.25  # past this share of the lake's sessions changed since the copy, it is built anew
+
+
+def _refresh_copy(catalog: str, path: Path, have: str | None, snapshot: str) -> bool:
+    """Bring the copy from the lake snapshot it holds to ``snapshot`` by what changed between them: the sessions
+    whose ``lake_sessions`` rows a push added or deleted since (DuckLake's table changes) get their rows anew,
+    and the models are rebuilt for those sessions alone (as an ingest does for the sessions it changed).
+    False - build the copy anew - when there is no copy, the models or columns changed, the copy's snapshot
+    has been expired, or too much changed. The copy is refreshed in a file beside it that replaces it when
+    done, so a report reading it meanwhile reads the one before."""
+    if not have or have.split(":")[1:] != snapshot.split(":")[1:]:
+        return False
+    old, new = int(have.split(":")[0]), int(snapshot.split(":")[0])
+    con = _connect()
+    try:
+        attach(con, catalog, read_only=True)
+        try:
+            changed = [r[0] for r in con.execute(
+                "select distinct session_id from ducklake_table_changes('lake', 'main', 'lake_sessions', ?, ?)",
+                [old + 1, new]).fetchall()]
+        except duckdb.Error as exc:  # e.g. the copy's snapshot was expired: what changed is not known
+            log.info("the lake's copy is built anew: %s", str(exc).splitlines()[0])
+            return False
+        n_sessions = con.execute("select count(*) from lake.lake_sessions").fetchone()[0]
+    finally:
+        con.close()
+    if len(changed) > REFRESH_SHARE * n_sessions:
+        return False
+    tmp = path.with_name(path.name + ".building")
+    shutil.copyfile(path, tmp)
+    con = connect(tmp)
+    try:
+        with transaction(con):
+            attach(con, catalog, read_only=True)
+            scope = key_table(con, "_refreshed", changed)
+            con.execute(f"create temp table chosen as select * from ({_CHOSEN}) where session_id in {scope}")
+            for table in LAKE_TABLES:
+                cols = ", ".join(f't."{c.name}"' for c in TABLES[table].columns)
+                con.execute(f'delete from "{table}" where coalesce(session_id, \'\') in {scope}')
+                try:
+                    con.execute(f'insert into "{table}" select {cols} from lake."{table}" as t join chosen as c '
+                                "on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
+                except duckdb.Error as exc:
+                    raise _unreadable(catalog, table, exc) from exc
+            sessions = sorted(s for s in changed if s)
+            run_models(con, sessions)
+            failures = run_checks(con, sessions=sessions)
+            if failures:
+                raise ChecksFailed(failures)
+            con.execute('drop table "_refreshed"')
+            set_meta(con, "lake_snapshot", snapshot)
+    except BaseException:
+        con.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    con.close()
+    tmp.replace(path)
+    log.info("the lake's copy refreshed from snapshot %d to %d: %d sessions changed", old, new, len(changed))
+    return True
+
+
+_CHOSEN = """
+select machine_id, session_id from (
+    select machine_id, session_id, row_number() over (
+        partition by session_id order by pushed_at desc, machine_id) as rn
+    from lake.lake_sessions) where rn = 1"""  # the latest push of each session (a copied home counts once)
+
+
+def lake_reader(catalog: str) -> duckdb.DuckDBPyConnection:
+    """A connection that reads the lake in place: no copy on disk, memory bounded by DuckDB's limit (as
+    a warehouse's). Every table of a warehouse is there by its name: the star tables are views over the
+    lake's parquet files (the latest push of each session; filters and aggregates reach the files), the
+    models views of their SQL over them (computed when a query names them), every other table empty.
+    ``query --lake`` and ``usage --lake`` read it; ``report --lake`` still builds the local copy."""
+    con = _connect()
+    try:
+        quiet(con)
+        con.execute("set TimeZone = 'UTC'")
+        attach(con, catalog, read_only=True)
+        if not con.execute("select count(*) from information_schema.tables where table_catalog = 'lake' "
+                           "and table_name = 'lake_sessions'").fetchone()[0]:
+            raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
+        con.execute(f"create table _lake_chosen as {_CHOSEN}")
+        for table in LAKE_TABLES:
+            cols = ", ".join(f't."{c.name}"' for c in TABLES[table].columns)
+            con.execute(f'create view "{table}" as select {cols} from lake."{table}" as t semi join _lake_chosen '
+                        "as c on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
+        models = load_models()
+        for t in ALL_TABLES:  # every other table, empty (no comments: this database lives for one command)
+            if t.name not in LAKE_TABLES and t.name not in {m.name for m in models}:
+                con.execute(t.create_sql())
+        for model in models:
+            if model.layer == "macros":
+                con.execute(model.sql)
+                continue
+            cols = ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in model.table.columns)
+            con.execute(f'create view "{model.name}" as select {cols} from ({model.sql})')
+        for name, sql in VIEW_SQL.items():
+            con.execute(f'create view "{name}" as {sql}')
+        return con
+    except BaseException:
+        con.close()
+        raise
 
 
 @contextmanager
@@ -467,11 +602,7 @@ def _build_copy(catalog: str, path: Path, snapshot: str) -> None:
             ensure_schema(con)
             attach(con, catalog, read_only=True)
             # the latest push of each session (by pushed_at, then machine), so a copied home counts once
-            con.execute("""create temp table chosen as
-                select machine_id, session_id from (
-                    select machine_id, session_id, row_number() over (
-                        partition by session_id order by pushed_at desc, machine_id) as rn
-                    from lake.lake_sessions) where rn = 1""")
+            con.execute(f"create temp table chosen as {_CHOSEN}")
             for table in LAKE_TABLES:
                 cols = ", ".join(f't."{c.name}"' for c in TABLES[table].columns)
                 try:
@@ -484,33 +615,53 @@ def _build_copy(catalog: str, path: Path, snapshot: str) -> None:
             if failures:
                 raise ChecksFailed(failures)
             set_meta(con, "lake_snapshot", snapshot)
-    finally:
+    except BaseException:
         con.close()
+        for left in (tmp, tmp.with_name(tmp.name + ".wal")):
+            left.unlink(missing_ok=True)
+        raise
+    con.close()
     tmp.replace(path)
 
 
-def _unreadable(catalog: str, table: str, exc: duckdb.Error) -> Exception:
+def _unreadable(catalog: str, table: str | None, exc: duckdb.Error) -> Exception:
     """One line for a lake data file that cannot be read (gone, truncated, garbled): which file, and why.
-    The file is the one DuckDB's message names, else the first of the table's files whose size is not the
-    one the catalog recorded or that does not read; none found, the error is DuckDB's own."""
+    The file is the one DuckDB's message names, else the first of the table's files (of every lake table's,
+    when ``table`` is None) whose size is not the one the catalog recorded or that does not read; none
+    found, the error is DuckDB's own."""
     message = str(exc).splitlines()[0]
     named = re.search("'([^']+[.]parquet)'|\"([^\"]+[.]parquet)\"", message)
     if named:
         file = named.group(1) or named.group(2)
         reason = re.sub(r"^[A-Za-z ]*Error: ", "", message).replace(f"'{file}'", "").replace(f'"{file}"', "")
         reason = re.sub(r"\s+:", ":", reason.replace(" at end of file", "")).strip(" :")
+        table = table or next((t for t in LAKE_TABLES if f"/{t}/" in file), None)
     else:
-        file, reason = _bad_file(catalog, table)
-        if file is None:
+        for candidate in [table] if table else LAKE_TABLES:
+            file, reason = _bad_file(catalog, candidate)
+            if file is not None:
+                table = candidate
+                break
+        else:
             return exc
-    return LakeError(f"the lake {describe(catalog)} has a data file of {table} that cannot be read: {file} "
-                     f"({reason}); push again from the machine that wrote it, or restore the file")
+    return LakeError(f"the lake {describe(catalog)} has a data file of {table or 'a table'} that cannot be read: "
+                     f"{file} ({reason}); push again from the machine that wrote it, or restore the file")
+
+
+def read_error(catalog: str, exc: Exception) -> LakeError | None:
+    """What a failed query of the lake read in place (``lake_reader``) was: a data file of the lake that
+    cannot be read (a LakeError naming it), or None - the query's own error."""
+    if not isinstance(exc, duckdb.Error) or isinstance(exc, (duckdb.ParserException, duckdb.BinderException,
+                                                             duckdb.CatalogException)):
+        return None
+    found = _unreadable(catalog, None, exc)
+    return found if isinstance(found, LakeError) else None
 
 
 def _bad_file(catalog: str, table: str) -> tuple[str | None, str]:
     """The first data file of a lake table that is not as the catalog recorded it or does not read (on a
     connection of its own: the failed one's transaction is aborted)."""
-    con = duckdb.connect(config=extensions.config())
+    con = _connect()
     try:
         quiet(con)
         attach(con, catalog, read_only=True)

@@ -19,6 +19,7 @@ from pipeline import extensions, lake
 from pipeline.cli import main
 from pipeline.ingest import ingest
 from pipeline.schema import MODELS, STAR
+from pipeline.warehouse import connect
 
 from . import pg
 from .conftest import REPO, SAMPLE_HOME
@@ -183,6 +184,74 @@ def test_one_persons_machines_through_local_catalog_files(machines, tmp_path):
         con = duckdb.connect(str(lake.lake_warehouse(str(catalog), copy)), read_only=True)
         assert con.execute("select user_name, n_machines, n_sessions from report_people").fetchall() == [("ana", 2, 4)]
         con.close()
+
+
+def test_query_and_usage_read_the_lake_in_place_with_the_rows_of_its_copy(machines, tmp_path, monkeypatch, capsys):
+    """`query --lake` and `usage --lake` build no local copy: the star tables are views over the lake's files and
+    the models views of their SQL - every star and model table has exactly the rows of the copy `report --lake`
+    builds, and the two verbs print what they print over that copy."""
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.duckdb")
+    for m, wh in warehouses.items():
+        assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse", str(wh),
+                     "--machine", m, "--user", f"u-{m}", "--quiet"]) == 0
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    in_place = lake.lake_reader(catalog)
+    assert not list((tmp_path / "cache").rglob("lake-*"))  # nothing copied
+    copy = connect(lake.lake_warehouse(catalog, tmp_path / "copy.duckdb"), read_only=True)  # in UTC, as the reader
+    for t in [t.name for t in STAR + MODELS]:
+        assert _rows(in_place, f'select * from "{t}"') == _rows(copy, f'select * from "{t}"'), t
+    assert in_place.execute("select count(*) from dim_sessions").fetchone() == (5,)
+    in_place.close()
+    copy.close()
+    capsys.readouterr()
+    for argv in (["query", "select user_name, n_sessions, n_turns from report_people order by 1"],
+                 ["usage", "--by", "month"], ["usage", "--by", "model"]):
+        assert main([*argv, "--lake", catalog]) == 0
+        read_in_place = capsys.readouterr().out
+        assert main([*argv, "--warehouse", str(tmp_path / "copy.duckdb")]) == 0
+        assert read_in_place == capsys.readouterr().out and read_in_place.strip(), argv
+    assert not list((tmp_path / "cache").rglob("lake-*"))
+
+
+def test_the_lake_copy_is_refreshed_from_what_changed_and_equals_one_built_anew(machines, tmp_path, caplog,
+                                                                                monkeypatch):
+    """After pushes of a new machine's sessions and of one session that grew, the copy takes only those sessions'
+    rows and rebuilds the models for them (DuckLake's table changes since the copy's snapshot): every table
+    then equals a copy built anew from the lake."""
+    import logging
+
+    _root, homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.duckdb")
+    monkeypatch.setattr(lake, "REFRESH_SHARE", 1.0)  # 2 of these 5 sessions change: a refresh all the same
+
+    def push(machine: str, wh: Path) -> None:
+        assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse", str(wh),
+                     "--machine", machine, "--user", f"u-{machine}", "--quiet"]) == 0
+    for m in ("laptop", "desktop"):
+        push(m, warehouses[m])
+    copy = tmp_path / "copy.duckdb"
+    lake.lake_warehouse(catalog, copy)
+    home = tmp_path / "laptop-home"
+    shutil.copytree(homes["laptop"], home)
+    grown = tmp_path / "laptop.duckdb"
+    ingest(grown, [home])
+    log = sorted(home.glob("session-state/*/events.jsonl"))[0]
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write('{"type":"user.message","data":{"content":"and the lexer too"},"id":"grown-2",'
+                 '"timestamp":"2026-10-05T12:00:00.000Z"}\n')
+    ingest(grown, [home])
+    push("laptop", grown)
+    push("ci-runner", warehouses["ci-runner"])
+    with caplog.at_level(logging.INFO, logger="pipeline.lake"):
+        lake.lake_warehouse(catalog, copy)
+    # the laptop's two sessions (read from another folder: their rows name it) and the CI runner's one
+    assert any("refreshed" in r.getMessage() and "3 sessions changed" in r.getMessage() for r in caplog.records)
+    anew = lake.lake_warehouse(catalog, tmp_path / "anew.duckdb")
+    assert _equal_warehouses(copy, anew, [t.name for t in STAR + MODELS]) == []
+    assert rows_of(copy, "select count(*) from fct_turns where user_message = 'and the lexer too'") == [(1,)]
+    assert rows_of(copy, "select user_name, n_sessions from report_people order by 1") == [
+        ("u-ci-runner", 1), ("u-desktop", 2), ("u-laptop", 2)]
 
 
 def test_a_session_that_grew_replaces_its_rows_in_the_lake(tmp_path):
