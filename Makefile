@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 WAREHOUSE ?= data/warehouse.duckdb
 ARGS ?=
 
-.PHONY: help install ingest report serve demo test test-fast lint sample models bench screenshots clean
+.PHONY: help install ingest report serve demo test test-fast lint sample models bench bench-lake screenshots clean
 
 help:  ## list the targets (with the values they use now; change them as in make bench SIZE=256)
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}' \
@@ -49,6 +49,10 @@ lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
 SIZE ?= 1024
 bench: $(STAMP)  ## timings and peak memory: SIZE-MB corpora (events, outputs), one 500 MB log, one session of 200,000 tool calls (SIZES=256,512,1024 for scaling; SHAPES=events,calls for some)
 	$(PY) -m tools.bench --size-mb $(SIZE) $(if $(SIZES),--sizes $(SIZES),) $(if $(SHAPES),--shapes $(SHAPES),)
+
+MACHINES ?= 50,200,1000
+bench-lake: $(STAMP)  ## team mode at scale: MACHINES machines in one DuckLake (PostgreSQL when installed), each command timed
+	$(PY) -m tools.lake_bench --machines $(MACHINES)
 
 screenshots: $(STAMP)  ## the README's screenshots of the demo site (browser tests, into data/screenshots/)
 	SITE_SCREENSHOTS=data/screenshots $(PY) -m pytest -q tests/test_site.py -k "browse or search or leads_with_cost"

@@ -71,3 +71,31 @@ def test_the_one_log_and_the_many_calls_shapes_are_one_session_each(tmp_path, mo
         rows = bench.bench(corpus, tmp_path / f"run-{shape}")
         assert all(r["ok"] for r in rows)
         assert bench.label(shape, rows).startswith(shape)
+
+
+def test_the_lake_bench_grows_a_lake_and_times_every_command(tmp_path):
+    # two sizes of a tiny lake on a local catalog: every step runs and succeeds, the lake holds each
+    # machine's sessions under their own ids, the replicated texts are each machine's own, and the
+    # concurrent pushes all land
+    from pipeline import lake
+    from tools import lake_bench
+
+    result = lake_bench.bench([2, 4], "sqlite", 1, 2, 2, tmp_path / "lake")
+    steps = [(r["machines"], r["step"]) for r in result["rows"]]
+    assert (4, "query --lake: report_usage_monthly") in steps and (2, "report --lake (builds the local copy)") in steps
+    assert (2, "report --lake after a one-session push (copy refreshed)") in steps
+    assert (4, "report --lake (builds the local copy)") not in steps  # --report-max 2
+    assert all(r["ok"] for r in result["rows"]), [r for r in result["rows"] if not r["ok"]]
+    assert result["rows"][-1]["succeeded"] == 2
+    per_machine = result["sessions_per_machine"]
+    # and, pushed at 2 machines, the probe's one session and the one that refreshed the report's copy
+    assert result["facts"][4]["sessions"] == 4 * per_machine + 2
+    con = lake._connect()
+    lake.attach(con, str(tmp_path / "lake" / "lake.sqlite"), read_only=True)
+    sessions = con.execute("select machine_id, count(distinct session_id) from lake.dim_sessions "
+                           "where machine_id like 'm%' group by 1").fetchall()
+    assert len(sessions) == 4 and {n for _m, n in sessions} == {per_machine}
+    assert con.execute("select count(*) from lake.dim_sessions where machine_id = 'm00001' and "
+                       "not starts_with(title, 'm00001 ')").fetchone() == (0,)
+    con.close()
+    assert "| 4 |" in lake_bench.markdown(result)
