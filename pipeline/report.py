@@ -3,11 +3,14 @@ and the static HTML site (both from one read of the warehouse)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import multiprocessing
 import os
 import pickle
 from collections.abc import Callable, Iterable
+from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
@@ -162,22 +165,36 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
     try:
         step("reading pages")
         data = catalog.load(con, sessions=False)  # the sessions' parts: a chunk at a time (write_sessions)
-        with PageWorkers(con, warehouse, data) as workers:
+        digests, plans = session_digests(con, data)
+        names = {ext: {wiki_pages.session_file(sid, page, ext): sid for sid in digests
+                       for page in range(max(1, len(plans.get(sid, ()))))} for ext in ("md", "html")}
+        trees = ((wiki_dir, names["md"]), (site_dir, names["html"]))
+        kept = set() if force else _unchanged(data.sessions, digests, trees)
+        todo = [s for s in data.sessions if s["session_id"] not in kept]
+        with PageWorkers(con, warehouse, data, n_sessions=len(todo)) as workers:
             exported = workers.call(export_parquet, warehouse, out / "parquet", force)
             pages, specs = build_pages(data, with_sessions=False)  # the session pages: by the workers
             charts_drawn = charts.start(specs, wiki_dir, workers.pool)
-            sessions_written = workers.sessions(wiki_dir, site_dir, force)
+            sessions_written = workers.sessions(wiki_dir, site_dir, force, todo)
             step("parquet")
             parquet = exported()
             step("wiki and charts")
             svgs = charts_drawn()
             wiki_sessions, site_sessions = sessions_written()
+            for (tree, tree_names), done in zip(trees, (wiki_sessions, site_sessions), strict=True):
+                recorded = _recorded(tree, tree_names)  # the kept sessions' pages: as they are
+                done.unchanged += [tree / f for sid in sorted(kept) for f in recorded[sid][1]]
             wiki = write_tree({**pages, **svgs}, wiki_dir, "wiki", done=wiki_sessions, force=force)
             step("site")
             site = write_tree(build_site(data, svgs, search_index(con, data), with_sessions=False), site_dir, "site",
                               done=site_sessions, force=force)
+            for (tree, tree_names), result in zip(trees, (wiki, site), strict=True):
+                _record(tree, result, digests, tree_names)
     finally:
         con.close()
+    if kept:
+        log.info("%d of %d sessions' pages unchanged since the last report: not rendered again", len(kept),
+                 len(data.sessions))
     refused(parquet, wiki, site)
     return parquet, wiki, site
 
@@ -198,10 +215,10 @@ def _worker_start(parent: int, blob: bytes, warehouse: str) -> None:
     _WORKER = pickle.loads(blob), connect(warehouse, read_only=True)
 
 
-def chunks(data: queries.WikiData) -> list[list[dict]]:
+def chunks(sessions: list[dict]) -> list[list[dict]]:
     """The sessions in groups of CHUNK_SESSIONS by session id: each group's page data is one id range,
     which the star tables (written in id order) hold in few row groups."""
-    by_id = sorted(data.sessions, key=lambda s: s["session_id"])
+    by_id = sorted(sessions, key=lambda s: s["session_id"])
     return [by_id[i:i + CHUNK_SESSIONS] for i in range(0, len(by_id), CHUNK_SESSIONS)]
 
 
@@ -228,6 +245,97 @@ def write_sessions(con: duckdb.DuckDBPyConnection, data: queries.WikiData, part:
     return wiki, site
 
 
+PAGES_STATE = ".session-pages.json"  # in each tree: what each session's pages were made from, and their files
+
+
+@cache
+def _code_digest() -> str:
+    """What renders pages besides their data: this package's code, templates and styles, and the versions of
+    the libraries that render them. Another version of any of these renders every page again."""
+    import jinja2
+
+    h = hashlib.sha256(f"jinja2 {jinja2.__version__}".encode())
+    root = Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".html", ".css", ".js", ".svg") and "__pycache__" not in path.parts:
+            h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def session_digests(con: duckdb.DuckDBPyConnection,
+                    data: queries.WikiData) -> tuple[dict[str, str], dict[str, list[tuple[int, int]]]]:
+    """Per session, a digest of everything its wiki and site pages are made from: its rows of every session
+    part the pages show (``queries.SESSION_PARTS``, the same queries), how its prompts are cut into pages,
+    its row of the sessions list, its project's name and link, the site's navigation, and the code that
+    renders them. Pages whose digest is the one the last report recorded are not rendered again. Also returns
+    the pages of the sessions that have several (``queries.page_plans``)."""
+    parts: dict[str, list[str]] = {}
+    for part, sql in queries.SESSION_PARTS.items():
+        for sid, total in con.execute(f"select session_id, sum(hash(q)::hugeint)::varchar from "
+                                      f"({sql.format(where='true')}) as q group by 1").fetchall():
+            parts.setdefault(sid, []).append(f"{part}:{total}")
+    plans = queries.page_plans(con)
+    common = f"{_code_digest()}|{catalog.nav(data)!r}"
+    out = {}
+    for s in data.sessions:
+        sid, pid = s["session_id"], s["project_id"]
+        project = (data.project_name.get(pid), data.project_slug.get(pid))
+        text = "|".join([common, repr(sorted(s.items())), repr(project), *sorted(parts.get(sid, [])),
+                         repr(plans.get(sid))])
+        out[sid] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return out, plans
+
+
+STATE_MAX_BYTES = 256 * 1024 * 1024  # a record larger than this is not read (it is not one this tool wrote)
+
+
+def _recorded(tree: Path, names: dict[str, str]) -> dict[str, tuple[str, list[str]]]:
+    """What the last report recorded in ``tree`` of each session: (digest, its files), keeping only what
+    a report writes - a session's own page files (``names``: a file's session), by a record that is a
+    file of its own. Anything else (garbled, a link, another shape) counts as no record: pages rendered."""
+    path = tree / PAGES_STATE
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > STATE_MAX_BYTES:
+            return {}
+        sessions = json.loads(path.read_text(encoding="utf-8")).get("sessions")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    out = {}
+    for sid, entry in sessions.items() if isinstance(sessions, dict) else ():
+        if (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], list)
+                and entry[1] and all(isinstance(f, str) and names.get(f) == sid for f in entry[1])):
+            out[sid] = (entry[0], entry[1])
+    return out
+
+
+def _unchanged(sessions: list[dict], digests: dict[str, str],
+               trees: tuple[tuple[Path, dict[str, str]], ...]) -> set[str]:
+    """The sessions whose pages are as the last report made them in every tree (with its ``names``): the same
+    digest, and every file it listed still there."""
+    recorded = [(tree, _recorded(tree, names)) for tree, names in trees]
+    kept = set()
+    for s in sessions:
+        sid = s["session_id"]
+        if all(sid in r and r[sid][0] == digests.get(sid) and all((tree / f).is_file() for f in r[sid][1])
+               for tree, r in recorded):
+            kept.add(sid)
+    return kept
+
+
+def _record(tree: Path, result: TreeResult, digests: dict[str, str], names: dict[str, str]) -> None:
+    """Each session's digest and the files its pages are in this tree (``names``: a file's session), for the
+    next report; written last, so a report stopped halfway renders again what it had not recorded."""
+    files: dict[str, list[str]] = {}
+    for path in (*result.written, *result.unchanged):
+        rel = path.relative_to(tree).as_posix()
+        if rel in names:
+            files.setdefault(names[rel], []).append(rel)
+    state = {"sessions": {sid: [digests[sid], sorted(fs)] for sid, fs in sorted(files.items()) if sid in digests}}
+    tmp = tree / (PAGES_STATE + ".tmp")
+    tmp.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
+    tmp.replace(tree / PAGES_STATE)
+
+
 def _merged(written: Iterable[tuple[TreeResult, TreeResult]]) -> tuple[TreeResult, TreeResult]:
     """The wiki and site files that chunks of sessions wrote, as one result per tree."""
     wiki, site = TreeResult("wiki"), TreeResult("site")
@@ -247,37 +355,43 @@ class PageWorkers:
     """Worker processes for the report's pages, one per core (at most 4): the page data without the
     sessions' parts is sent once to each, and each reads the parts of the sessions it renders from the
     warehouse (``spawn``, as the ingest's readers: never ``fork`` a process that holds DuckDB). ``pool``
-    is None with few sessions or one core: the pages are then rendered here, with ``con``."""
+    is None with few sessions (in all, or to render) or one core: the pages are then rendered here, with
+    ``con``; ``other`` is None with few sessions in all or one core."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, warehouse: str | Path, data: queries.WikiData,
-                 workers: int | None = None):
+                 workers: int | None = None, n_sessions: int | None = None):
+        """``n_sessions``: how many sessions' pages are to be rendered (default: all of ``data``'s)."""
         self.con, self.data, self.pool, self.other = con, data, None, None
         workers = workers or min(os.cpu_count() or 1, 4)
         if workers < 2 or len(data.sessions) < PARALLEL_MIN_SESSIONS:
             return
         from .processes import pool
 
-        blob = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
         spawn = multiprocessing.get_context("spawn")
-        self.pool = pool(workers, spawn, _worker_start, (blob, str(warehouse)))
-        # one more worker, without the page data, for work that needs DuckDB's memory beside it
+        if (len(data.sessions) if n_sessions is None else n_sessions) >= PARALLEL_MIN_SESSIONS:
+            blob = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+            self.pool = pool(workers, spawn, _worker_start, (blob, str(warehouse)))
+        # one more worker, without the page data, for work that needs DuckDB's memory beside it (the parquet
+        # export of a large warehouse: beside the pages even when few sessions' pages are to be rendered)
         self.other = pool(1, spawn)
 
     def call(self, fn: Callable[..., T], *args: object) -> Callable[[], T]:
         """``fn(*args)`` on the worker without the page data (here, at once, without workers); returns
         what waits for its result."""
-        if self.pool is None:
+        if self.other is None:
             result = fn(*args)
             return lambda: result
         return self.other.submit(fn, *args).result
 
-    def sessions(self, wiki_dir: Path, site_dir: Path,
-                 force: bool = False) -> Callable[[], tuple[TreeResult, TreeResult]]:
-        """Begin writing every session's wiki and site page; returns the function that waits for them."""
+    def sessions(self, wiki_dir: Path, site_dir: Path, force: bool = False,
+                 sessions: list[dict] | None = None) -> Callable[[], tuple[TreeResult, TreeResult]]:
+        """Begin writing the wiki and site pages of ``sessions`` (default: every session); returns the function
+        that waits for them."""
+        parts = chunks(self.data.sessions if sessions is None else sessions)
         if self.pool is None:
             return lambda: _merged(write_sessions(self.con, self.data, part, wiki_dir, site_dir, force)
-                                   for part in chunks(self.data))
-        futures = [self.pool.submit(_write_chunk, part, wiki_dir, site_dir, force) for part in chunks(self.data)]
+                                   for part in parts)
+        futures = [self.pool.submit(_write_chunk, part, wiki_dir, site_dir, force) for part in parts]
         # in order: the same lists whatever finished first
         return lambda: _merged(future.result() for future in futures)
 
@@ -285,11 +399,11 @@ class PageWorkers:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *_exc: object) -> None:
-        if self.pool is None:
-            return
         from .processes import stop_pool
 
         for pool in (self.pool, self.other):
+            if pool is None:
+                continue
             if kind is None:
                 pool.shutdown()
             else:  # an error, or Ctrl-C: the workers are stopped, not waited for

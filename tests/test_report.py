@@ -109,20 +109,21 @@ def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_h
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
 
-    def tree(out):
-        return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    def tree(out):  # (what each session's pages were made from is the report's own record: not a page)
+        return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
+                if p.is_file() and p.name != report.PAGES_STATE}
     _parquet, wiki, site = report.run_report(wh, tmp_path / "here")
     write_wiki(wh, tmp_path / "whole")
     assert tree(tmp_path / "here" / "wiki") == tree(tmp_path / "whole")
     monkeypatch.setattr(report, "PARALLEL_MIN_SESSIONS", 0)
     monkeypatch.setattr(report, "CHUNK_SESSIONS", 3)  # several chunks, finishing in any order
     with report.connect(wh, read_only=True) as con:
-        assert len(report.chunks(report.queries.load(con, sessions=False))) > 2
+        assert len(report.chunks(report.queries.load(con, sessions=False).sessions)) > 2
     made: list = []
     start = report.PageWorkers.__init__
 
-    def counted(self, con, warehouse, data, workers=None):
-        start(self, con, warehouse, data, workers=2)
+    def counted(self, con, warehouse, data, workers=None, n_sessions=None):
+        start(self, con, warehouse, data, workers=2, n_sessions=n_sessions)
         made.append(self.pool)
     monkeypatch.setattr(report.PageWorkers, "__init__", counted)
     _parquet, wiki2, site2 = report.run_report(wh, tmp_path / "workers")
@@ -339,3 +340,72 @@ def test_a_link_out_of_the_output_folder_is_one_line(sample_home, tmp_path, caps
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{out / 'wiki' / 'sessions'} is a link to {elsewhere}" in err, err
     assert not list(elsewhere.iterdir())
+
+
+def test_a_report_renders_again_only_the_sessions_whose_pages_changed(sample_home, tmp_path, caplog):
+    # each session's pages are rendered again only when what they are made from changed (its rows, its place
+    # in the lists, the code): after one session grew, its pages alone; the trees then equal a report written
+    # anew, byte for byte. A page file removed by hand, a garbled record or other code: rendered again
+    import logging
+
+    from pipeline import report
+    from pipeline.wiki.markdown import page_name
+
+    def tree(out):
+        return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
+                if p.is_file() and p.name != report.PAGES_STATE}
+
+    def kept_line():
+        lines = [r.getMessage() for r in caplog.records if "sessions' pages unchanged" in r.getMessage()]
+        caplog.clear()
+        return lines[-1] if lines else None
+    wh, out = tmp_path / "w.duckdb", tmp_path / "out"
+    ingest(wh, [sample_home])
+    n = len(rows(wh, "select session_id from dim_sessions"))
+    with caplog.at_level(logging.INFO, logger="pipeline.report"):
+        report.run_report(wh, out)
+        assert kept_line() is None  # the first report renders every page
+        _p, wiki, site = report.run_report(wh, out)
+        assert kept_line() == f"{n} of {n} sessions' pages unchanged since the last report: not rendered again"
+        assert (wiki.written, site.written, wiki.removed, site.removed) == ([], [], [], [])
+
+        log = sorted(sample_home.glob("session-state/*/events.jsonl"))[0]
+        sid = log.parent.name
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"type": "user.message", "data": {"content": "one more question"}, "id": "more-1",
+                                 "timestamp": "2026-09-30T10:00:00.000Z"}) + "\n")
+        ingest(wh, [sample_home])
+        _p, wiki, site = report.run_report(wh, out)
+        assert kept_line() == f"{n - 1} of {n} sessions' pages unchanged since the last report: not rendered again"
+        assert any(p.name.startswith(page_name(sid)) for p in site.written), site.written
+        assert not [p for p in site.written if p.parent.name == "sessions" and not p.name.startswith(
+            page_name(sid))]
+        report.run_report(wh, tmp_path / "anew")
+        for part in ("wiki", "site"):
+            assert tree(out / part) == tree(tmp_path / "anew" / part), part
+
+        page = next((out / "site" / "sessions").glob(page_name(sid) + "*.html"))
+        page.unlink()
+        report.run_report(wh, out)
+        assert page.is_file() and kept_line().startswith(f"{n - 1} of {n}")
+        (out / "site" / report.PAGES_STATE).write_text("{not json")
+        report.run_report(wh, out)
+        assert kept_line() is None
+        # a record that names files a report never writes there, or of another shape: not taken
+        state = json.loads((out / "site" / report.PAGES_STATE).read_text())
+        digest = state["sessions"][sid][0]
+        state["sessions"] = {sid: [digest, ["../../../escape.html"]], "x": 5, "y": ["d", [1]]}
+        (out / "site" / report.PAGES_STATE).write_text(json.dumps(state))
+        report.run_report(wh, out)
+        assert kept_line() is None  # every other session had no record: rendered
+        assert not [f for f in json.loads((out / "site" / ".manifest.json").read_text())["files"] if ".." in f]
+        report._code_digest.cache_clear()
+        real = report._code_digest
+        report._code_digest = lambda: "another version"
+        try:
+            report.run_report(wh, out)
+        finally:
+            report._code_digest = real
+        assert kept_line() is None
+    for part in ("wiki", "site"):
+        assert tree(out / part) == tree(tmp_path / "anew" / part), part
