@@ -261,7 +261,6 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
     check_file(warehouse)
     may_read(warehouse)  # an ingest writing it: busy, in one line
     con = _connect()
-    quiet(con)
     try:
         con.execute("set TimeZone = 'UTC'")
         try:
@@ -313,7 +312,6 @@ def maintain(catalog: str, keep: str = KEEP) -> MaintainSummary:
     (scheduled for deletion longer than ``keep`` ago). Safe beside pushes and readers: merged
     files stay until a later cleanup, and a conflict leaves the lake as it was."""
     con = _connect()
-    quiet(con)
     try:
         attach(con, catalog)
         return _maintain(con, keep)
@@ -430,7 +428,6 @@ def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
     (a home copied between them) counts once: the latest push's rows."""
     path = Path(path) if path else default_cache(catalog)
     con = _connect()
-    quiet(con)
     try:
         attach(con, catalog, read_only=True)
         snapshot = str(con.execute("select max(snapshot_id) from ducklake_snapshots('lake')").fetchone()[0])
@@ -501,7 +498,8 @@ def _refresh_copy(catalog: str, path: Path, have: str | None, snapshot: str) -> 
             set_meta(con, "lake_snapshot", snapshot)
     except BaseException:
         con.close()
-        tmp.unlink(missing_ok=True)
+        for left in (tmp, tmp.with_name(tmp.name + ".wal")):
+            left.unlink(missing_ok=True)
         raise
     con.close()
     tmp.replace(path)
@@ -524,7 +522,6 @@ def lake_reader(catalog: str) -> duckdb.DuckDBPyConnection:
     ``query --lake`` and ``usage --lake`` read it; ``report --lake`` still builds the local copy."""
     con = _connect()
     try:
-        quiet(con)
         con.execute("set TimeZone = 'UTC'")
         attach(con, catalog, read_only=True)
         if not con.execute("select count(*) from information_schema.tables where table_catalog = 'lake' "
@@ -663,7 +660,6 @@ def _bad_file(catalog: str, table: str) -> tuple[str | None, str]:
     connection of its own: the failed one's transaction is aborted)."""
     con = _connect()
     try:
-        quiet(con)
         attach(con, catalog, read_only=True)
         files = con.execute("select data_file, data_file_size_bytes, delete_file, delete_file_size_bytes "
                             "from ducklake_list_files('lake', ?)", [table]).fetchall()
