@@ -473,36 +473,14 @@ def _refresh_copy(catalog: str, path: Path, have: str | None, snapshot: str) -> 
         con.close()
     if len(changed) > REFRESH_SHARE * n_sessions:
         return False
-    tmp = path.with_name(path.name + ".building")
-    shutil.copyfile(path, tmp)
-    con = connect(tmp)
-    try:
-        with transaction(con):
-            attach(con, catalog, read_only=True)
-            scope = key_table(con, "_refreshed", changed)
-            con.execute(f"create temp table chosen as select * from ({_CHOSEN}) where session_id in {scope}")
-            for table in LAKE_TABLES:
-                cols = ", ".join(f't."{c.name}"' for c in TABLES[table].columns)
-                con.execute(f'delete from "{table}" where coalesce(session_id, \'\') in {scope}')
-                try:
-                    con.execute(f'insert into "{table}" select {cols} from lake."{table}" as t join chosen as c '
-                                "on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
-                except duckdb.Error as exc:
-                    raise _unreadable(catalog, table, exc) from exc
-            sessions = sorted(s for s in changed if s)
-            run_models(con, sessions)
-            failures = run_checks(con, sessions=sessions)
-            if failures:
-                raise ChecksFailed(failures)
-            con.execute('drop table "_refreshed"')
-            set_meta(con, "lake_snapshot", snapshot)
-    except BaseException:
-        con.close()
-        for left in (tmp, tmp.with_name(tmp.name + ".wal")):
-            left.unlink(missing_ok=True)
-        raise
-    con.close()
-    tmp.replace(path)
+    with _writing_copy(path, start_from=path) as con:
+        attach(con, catalog, read_only=True)
+        scope = key_table(con, "_refreshed", changed)
+        for table in LAKE_TABLES:
+            con.execute(f'delete from "{table}" where coalesce(session_id, \'\') in {scope}')
+        _fill_from_lake(con, catalog, f"select * from ({_CHOSEN}) where session_id in {scope}")
+        con.execute('drop table "_refreshed"')
+        _models_and_checks(con, snapshot, sorted(s for s in changed if s))
     log.info("the lake's copy refreshed from snapshot %d to %d: %d sessions changed", old, new, len(changed))
     return True
 
@@ -591,27 +569,26 @@ def _copy_snapshot(path: Path) -> str | None:
 
 def _build_copy(catalog: str, path: Path, snapshot: str) -> None:
     """The whole lake into a new local warehouse, with the models built over it, in place of ``path``."""
+    with _writing_copy(path) as con:
+        ensure_schema(con)
+        attach(con, catalog, read_only=True)
+        _fill_from_lake(con, catalog, _CHOSEN)
+        _models_and_checks(con, snapshot)
+
+
+@contextmanager
+def _writing_copy(path: Path, start_from: Path | None = None):
+    """A connection to a warehouse beside the copy (empty, or a copy of ``start_from``), in one transaction: it
+    replaces the copy when the block ends, so a report reading the copy meanwhile reads the one before, and is
+    removed (with its write-ahead log) when the block fails."""
     tmp = path.with_name(path.name + ".building")
     tmp.unlink(missing_ok=True)
+    if start_from is not None:
+        shutil.copyfile(start_from, tmp)
     con = connect(tmp)
     try:
         with transaction(con):
-            ensure_schema(con)
-            attach(con, catalog, read_only=True)
-            # the latest push of each session (by pushed_at, then machine), so a copied home counts once
-            con.execute(f"create temp table chosen as {_CHOSEN}")
-            for table in LAKE_TABLES:
-                cols = ", ".join(f't."{c.name}"' for c in TABLES[table].columns)
-                try:
-                    con.execute(f'insert into "{table}" select {cols} from lake."{table}" as t join chosen as c '
-                                "on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
-                except duckdb.Error as exc:
-                    raise _unreadable(catalog, table, exc) from exc
-            run_models(con)
-            failures = run_checks(con)
-            if failures:
-                raise ChecksFailed(failures)
-            set_meta(con, "lake_snapshot", snapshot)
+            yield con
     except BaseException:
         con.close()
         for left in (tmp, tmp.with_name(tmp.name + ".wal")):
@@ -619,6 +596,29 @@ def _build_copy(catalog: str, path: Path, snapshot: str) -> None:
         raise
     con.close()
     tmp.replace(path)
+
+
+def _fill_from_lake(con: duckdb.DuckDBPyConnection, catalog: str, chosen: str) -> None:
+    """Each lake table's rows of the pushes ``chosen`` selects (machine_id, session_id) into the copy's table."""
+    con.execute(f"create temp table chosen as {chosen}")
+    for table in LAKE_TABLES:
+        cols = ", ".join(f't."{c.name}"' for c in TABLES[table].columns)
+        try:
+            con.execute(f'insert into "{table}" select {cols} from lake."{table}" as t join chosen as c '
+                        "on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
+        except duckdb.Error as exc:
+            raise _unreadable(catalog, table, exc) from exc
+    con.execute("drop table chosen")
+
+
+def _models_and_checks(con: duckdb.DuckDBPyConnection, snapshot: str, sessions: list[str] | None = None) -> None:
+    """The models over the copy (of ``sessions`` only, the incremental ones, when given), the checks, and the
+    snapshot the copy now holds."""
+    run_models(con, sessions)
+    failures = run_checks(con, sessions=sessions)
+    if failures:
+        raise ChecksFailed(failures)
+    set_meta(con, "lake_snapshot", snapshot)
 
 
 def _unreadable(catalog: str, table: str | None, exc: duckdb.Error) -> Exception:
