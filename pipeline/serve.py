@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import socket
 import threading
 import time
@@ -28,7 +29,7 @@ from pathlib import Path
 import duckdb
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -174,6 +175,25 @@ def allowed_hosts(host: str, extra: list[str] | tuple[str, ...] = ()) -> set[str
     return names | set(LOCAL_NAMES)
 
 
+class SitePages(StaticFiles):
+    """The site's files, each read whole from one open file: a rebuild replaces pages while they are served,
+    and Starlette's file response takes the length from the path's stat and the bytes from a later open, so a
+    page replaced in between was sent cut short (seen as an incomplete read by a client). Pages are small;
+    the search index of 20,000 sessions is tens of MB, read once per request."""
+
+    def file_response(self, full_path: str | os.PathLike, stat_result: os.stat_result, scope: Scope,
+                      status_code: int = 200) -> Response:
+        import mimetypes
+
+        try:
+            with open(full_path, "rb") as fh:
+                body = fh.read()
+        except OSError:  # gone since it was looked up: as if it had never been there
+            return PlainTextResponse("Not Found", status_code=404)
+        media_type = mimetypes.guess_type(str(full_path))[0] or "application/octet-stream"
+        return Response(body, status_code=status_code, media_type=media_type)
+
+
 def app(site_dir: str | Path, warehouse: str | Path, hosts: set[str] | None = None,
         refresher: Refresher | None = None) -> Starlette:
     async def api_search(request: Request) -> JSONResponse:
@@ -194,7 +214,7 @@ def app(site_dir: str | Path, warehouse: str | Path, hosts: set[str] | None = No
     from starlette.middleware import Middleware
 
     return Starlette(routes=[Route("/api/search", api_search),
-                             Mount("/", app=StaticFiles(directory=str(site_dir), html=True))],
+                             Mount("/", app=SitePages(directory=str(site_dir), html=True))],
                      middleware=[Middleware(HostGuard, allowed=hosts or set(LOCAL_NAMES)),
                                  Middleware(PageRefresh, refresher=refresher)])
 

@@ -178,3 +178,47 @@ def test_the_pages_follow_the_warehouse_when_an_ingest_brings_new_sessions(tmp_p
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def test_a_page_replaced_while_it_is_served_is_sent_whole(tmp_path, monkeypatch):
+    # a rebuild renames a new page over the old one between the server's lookup of the file and its reading:
+    # the response is one file's bytes with that file's length (Starlette's own took the length from the old
+    # file and the bytes from the new: a page cut short, an incomplete read in the client)
+    import asyncio
+
+    from starlette.staticfiles import StaticFiles
+
+    from pipeline import serve
+
+    site = tmp_path / "site"
+    site.mkdir()
+    page = site / "sessions.html"
+    page.write_text("the old page " * 1000)
+    looked_up = StaticFiles.lookup_path
+
+    def replaced_after_lookup(self, path):
+        found = looked_up(self, path)
+        new = site / "sessions.html.tmp"
+        new.write_text("the new page")
+        new.replace(page)
+        return found
+    monkeypatch.setattr(StaticFiles, "lookup_path", replaced_after_lookup)
+    sent: list[dict] = []
+
+    async def request() -> None:
+        scope = {"type": "http", "method": "GET", "path": "/sessions.html", "raw_path": b"/sessions.html",
+                 "headers": [(b"host", b"127.0.0.1")], "query_string": b"", "root_path": "", "scheme": "http",
+                 "server": ("127.0.0.1", 80), "http_version": "1.1"}
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+        await serve.app(site, tmp_path / "w.duckdb")(scope, receive, send)
+    asyncio.run(asyncio.wait_for(request(), 30))  # (Starlette's own response never finished here)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    assert start["status"] == 200 and body == b"the new page"
+    assert int(dict(start["headers"])[b"content-length"]) == len(body)
+    assert dict(start["headers"])[b"content-type"].startswith(b"text/html")
