@@ -511,8 +511,9 @@ def lake_reader(catalog: str) -> duckdb.DuckDBPyConnection:
             con.execute(f'create view "{table}" as select {cols} from lake."{table}" as t semi join _lake_chosen '
                         "as c on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
         models = load_models()
+        views = {*LAKE_TABLES, *(m.name for m in models)}
         for t in ALL_TABLES:  # every other table, empty (no comments: this database lives for one command)
-            if t.name not in LAKE_TABLES and t.name not in {m.name for m in models}:
+            if t.name not in views:
                 con.execute(t.create_sql())
         for model in models:
             if model.layer == "macros":

@@ -169,7 +169,8 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
         names = {ext: {wiki_pages.session_file(sid, page, ext): sid for sid in digests
                        for page in range(max(1, len(plans.get(sid, ()))))} for ext in ("md", "html")}
         trees = ((wiki_dir, names["md"]), (site_dir, names["html"]))
-        kept = set() if force else _unchanged(data.sessions, digests, trees)
+        recorded = [(tree, _recorded(tree, tree_names)) for tree, tree_names in trees]
+        kept = set() if force else _unchanged(data.sessions, digests, recorded)
         todo = [s for s in data.sessions if s["session_id"] not in kept]
         with PageWorkers(con, warehouse, data, n_sessions=len(todo)) as workers:
             exported = workers.call(export_parquet, warehouse, out / "parquet", force)
@@ -181,9 +182,8 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
             step("wiki and charts")
             svgs = charts_drawn()
             wiki_sessions, site_sessions = sessions_written()
-            for (tree, tree_names), done in zip(trees, (wiki_sessions, site_sessions), strict=True):
-                recorded = _recorded(tree, tree_names)  # the kept sessions' pages: as they are
-                done.unchanged += [tree / f for sid in sorted(kept) for f in recorded[sid][1]]
+            for (tree, record), done in zip(recorded, (wiki_sessions, site_sessions), strict=True):
+                done.unchanged += [tree / f for sid in sorted(kept) for f in record[sid][1]]  # kept as they are
             wiki = write_tree({**pages, **svgs}, wiki_dir, "wiki", done=wiki_sessions, force=force)
             step("site")
             site = write_tree(build_site(data, svgs, search_index(con, data), with_sessions=False), site_dir, "site",
@@ -309,10 +309,9 @@ def _recorded(tree: Path, names: dict[str, str]) -> dict[str, tuple[str, list[st
 
 
 def _unchanged(sessions: list[dict], digests: dict[str, str],
-               trees: tuple[tuple[Path, dict[str, str]], ...]) -> set[str]:
-    """The sessions whose pages are as the last report made them in every tree (with its ``names``): the same
-    digest, and every file it listed still there."""
-    recorded = [(tree, _recorded(tree, names)) for tree, names in trees]
+               recorded: list[tuple[Path, dict[str, tuple[str, list[str]]]]]) -> set[str]:
+    """The sessions whose pages are as the last report made them in every tree (``recorded``: each tree and its
+    record): the same digest, and every file it listed still there."""
     kept = set()
     for s in sessions:
         sid = s["session_id"]
