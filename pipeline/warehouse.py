@@ -35,6 +35,22 @@ def memory_limit() -> str:
     return os.environ.get("COPILOT_WAREHOUSE_MEMORY", "512MB")
 
 
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def size_bytes(size: str) -> int | None:
+    """A size as DuckDB's settings take it (``512MB``, ``1.5 GiB``) in bytes; None when it is none."""
+    text = size.strip().upper()
+    number = text.rstrip("KMGTIB ")
+    try:
+        value = float(number)
+    except ValueError:
+        return None
+    unit = text[len(number):].strip()
+    return int(value * _UNITS[unit]) if unit in _UNITS and value >= 0 else None
+
+
 CACHE_FLOOR = "64MB"
 
 

@@ -112,6 +112,7 @@ class Spool:
         self.pending: dict[str, list[pa.Table]] = {}
         self.pending_rows: dict[str, list[dict]] = {}  # converted to Arrow once per part, not per call
         self.parts: dict[str, int] = {}
+        self.sizes: dict[str, list[int]] = {}  # table -> [rows, bytes] of its parts
         self.bytes = 0
         self.replaced: dict[tuple[str, str], list] = {}  # (table, key column) -> keys whose old rows go
 
@@ -152,7 +153,9 @@ class Spool:
         if not taken:
             return
         for table, tbl in taken.items():
-            write_part(tbl, self._next_part(table))
+            path = self._next_part(table)
+            write_part(tbl, path)
+            self._count(table, path, tbl.num_rows)
 
     def _next_part(self, table: str) -> Path:
         n = self.parts.get(table, 0)
@@ -166,8 +169,31 @@ class Spool:
         written first, so the table's rows load in the order they came."""
         if self.pending.get(table) or self.pending_rows.get(table):
             self._write()
-        os.replace(path, self._next_part(table))
+        moved = self._next_part(table)
+        os.replace(path, moved)
+        self._count(table, moved, n_rows)
         return n_rows
+
+    def _count(self, table: str, path: Path, n_rows: int) -> None:
+        size = self.sizes.setdefault(table, [0, 0])
+        size[0] += n_rows
+        size[1] += path.stat().st_size
+
+    def _in_parallel(self, table: str) -> bool:
+        """Whether ``table``'s parts load without keeping their order: DuckDB then inserts on every thread,
+        each filling row groups of its own, where an ordered INSERT builds them on one (1 GB `events` corpus,
+        ~2.5 KB a row: stg_events 6.2-6.7 -> 3.2-3.7 s). Only while those row groups fit in a quarter of its
+        memory limit: with ~9 KB a row (the `outputs` corpus) two of them pushed the load past 512 MB and it
+        spilled (4.4-5.8 -> 7.1-8.9 s). A row's bytes are its parts' (a value repeated within a row group counts
+        once there: such rows are taken for narrower than they are, and may spill). Nothing reads the tables
+        in the order their rows were stored: the star puts each session's events in order itself
+        (``load.star``)."""
+        from ..warehouse import memory_limit, row_group_size, size_bytes
+
+        rows, nbytes = self.sizes.get(table, (0, 0))
+        threads = self.con.execute("select current_setting('threads')").fetchone()[0]
+        limit = size_bytes(self.load_memory or memory_limit()) or 0
+        return rows > 0 and 4 * threads * row_group_size() * nbytes / rows <= limit
 
     def load(self) -> None:
         from ..warehouse import key_table, release_cache
@@ -184,8 +210,10 @@ class Spool:
         self._write()
         if self.load_memory:
             release_cache(self.con, self.load_memory)
+        settings = self.con.cursor()  # DuckDB's settings are global; a SET in a failed transaction would fail
         try:
             for table in sorted(self.parts):
+                settings.execute(f"set preserve_insertion_order = {not self._in_parallel(table)}")
                 # at most LOAD_FILES parts per INSERT: DuckDB holds something of every file one reads
                 # (thousands of small parts, from many large sources, ran out of memory in one)
                 files = sorted(str(p) for p in (self.folder / table).glob("*.parquet"))
@@ -196,6 +224,9 @@ class Spool:
                     release_cache(self.con, self.load_memory)  # what this INSERT read is not read again here
                 shutil.rmtree(self.folder / table)
         finally:
+            self.sizes = {}
+            settings.execute("reset preserve_insertion_order")
+            settings.close()
             if self.load_memory:
                 release_cache(self.con)  # the usual limit again (set on a connection of its own)
         self.parts = {}

@@ -169,11 +169,11 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     in_affected = key_table(con, "_star_affected", affected)
     batches, spans = _batches(con, affected, in_affected)
     pull_memory = memory_limit_unless_set(STAR_PULL_MEMORY)
-    total = sum(n for _lo, _hi, n in spans.values())
+    total = sum(_n_events(runs) for runs in spans.values())
     on_workers = total >= WORKERS_MIN_EVENTS and (os.cpu_count() or 1) > 1
     with _Builders(con, root_repos, present, spool_dir / "batches", on_workers) as builders:
         for k, batch in enumerate(batches):
-            large = sum(spans.get(sid, (0, 0, 0))[2] for sid in batch) > BATCH_EVENTS
+            large = sum(_n_events(spans.get(sid, ())) for sid in batch) > BATCH_EVENTS
             release_cache(con, pull_memory)  # what stage and the last batch read: this batch reads other blocks
             in_batch = key_table(con, "_star_batch", batch)
             queries = {name: f"{select} session_id in {in_batch}{_span(table, batch, spans)}"
@@ -225,21 +225,27 @@ def _pull(con: duckdb.DuckDBPyConnection, sql: str, categorical: tuple[str, ...]
 
 
 def _batches(con: duckdb.DuckDBPyConnection, affected: list[str],
-             in_affected: str) -> tuple[list[list[str]], dict[str, tuple[int, int, int]]]:
+             in_affected: str) -> tuple[list[list[str]], dict[str, list[tuple[int, int]]]]:
     """The affected sessions in batches of SESSION_BATCH, or fewer whose events add up to BATCH_EVENTS (a
-    session with more is a batch of its own), in the order their events are stored, and for
-    each session the first and last rowid of its events in stg_events and how many there are. A batch's
-    events then lie in few row groups, and its pull reads those (``_span``): in batches by session id
-    every pull read every row group, so the star's reading grew as the square of the corpus."""
-    spans = {sid: (lo, hi, n) for sid, lo, hi, n in con.execute(
-        f"select session_id, min(rowid), max(rowid), count(*) from stg_events where session_id in {in_affected} "
-        "group by session_id").fetchall()}
-    last = (1 << 63, 0, 0)  # sessions without events: last
-    ordered = sorted(affected, key=lambda sid: (spans.get(sid, last)[0], sid))
+    session with more is a batch of its own), in the order their events are stored, and for each session
+    the runs of consecutive rowids its events fill in stg_events (first, last). A batch's events then lie in
+    few row groups, and its pull reads those (``_span``): in batches by session id every pull read every row
+    group, so the star's reading grew as the square of the corpus. A session's events are one run when its
+    log was staged whole in one part; staging loads its parts in parallel (``Spool``), so a log cut between
+    two row groups of a part, or read again after it grew, is two runs or more."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for sid, lo, hi in con.execute(f"""
+            select session_id, min(rowid), max(rowid) from (
+                select session_id, rowid, rowid - row_number() over (partition by session_id order by rowid) as run
+                from stg_events where session_id in {in_affected})
+            group by session_id, run order by 2""").fetchall():
+        spans.setdefault(sid, []).append((lo, hi))
+    last = [(1 << 63, 0)]  # sessions without events: last
+    ordered = sorted(affected, key=lambda sid: (spans.get(sid, last)[0][0], sid))
     batches: list[list[str]] = []
     events = 0
     for sid in ordered:
-        n = spans.get(sid, last)[2]
+        n = _n_events(spans.get(sid, ()))
         if not batches or len(batches[-1]) >= SESSION_BATCH or events + n > BATCH_EVENTS:
             batches.append([])
             events = 0
@@ -248,22 +254,35 @@ def _batches(con: duckdb.DuckDBPyConnection, affected: list[str],
     return batches, spans
 
 
-def _span(table: str, batch: list[str], spans: dict[str, tuple[int, int, int]]) -> str:
-    """For stg_events, the rowid range that holds the batch's events when they fill at least half of it
-    (a full ingest: each batch's events are one stretch of rows), so DuckDB skips the row groups outside
-    it; nothing otherwise. DuckDB reads every column of every row in a rowid range before the session
-    filter: the range of sessions whose events lie far apart (a log that grew: its old rows and this
-    run's) read whole outputs of rows that are not pulled (1% of the 1 GB `outputs` logs grown: the
-    pull's peak RSS 0.77 -> 1.09 GB)."""
+def _n_events(runs: list[tuple[int, int]] | tuple[()]) -> int:
+    """How many events a session's rowid runs hold."""
+    return sum(hi - lo + 1 for lo, hi in runs)
+
+
+MAX_SPAN_RANGES = 64  # a pull's rowid filter names at most this many ranges (see _span)
+
+
+def _span(table: str, batch: list[str], spans: dict[str, list[tuple[int, int]]]) -> str:
+    """For stg_events, the rowid ranges that hold exactly the batch's events (its sessions' runs, adjacent
+    ones merged), so DuckDB reads only the row groups they lie in and decodes no other session's rows; nothing
+    when they are more than MAX_SPAN_RANGES ranges (then the session filter alone: every row group is read).
+    A single range over sessions whose events lie far apart (a log that grew: its old rows and this run's)
+    read whole outputs of rows that are not pulled (1% of the 1 GB `outputs` logs grown: the pull's peak RSS
+    0.77 -> 1.09 GB)."""
     if table != "stg_events":
         return ""
-    held = [spans[sid] for sid in batch if sid in spans]
-    if not held:
+    runs = sorted(r for sid in batch for r in spans.get(sid, ()))
+    if not runs:
         return ""
-    lo, hi = min(s[0] for s in held), max(s[1] for s in held)
-    if 2 * sum(s[2] for s in held) < hi - lo + 1:
+    merged = [list(runs[0])]
+    for lo, hi in runs[1:]:
+        if lo == merged[-1][1] + 1:
+            merged[-1][1] = hi
+        else:
+            merged.append([lo, hi])
+    if len(merged) > MAX_SPAN_RANGES:
         return ""
-    return f" and rowid between {lo} and {hi}"
+    return " and (" + " or ".join(f"rowid between {lo} and {hi}" for lo, hi in merged) + ")"
 
 
 _CALLS = "_star_tool_calls"  # this run's tool calls before their outputs are filled in (a temp table)
