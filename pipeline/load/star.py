@@ -28,7 +28,11 @@ from .spool import Spool, insert
 if TYPE_CHECKING:
     import polars as pl
 
-SESSION_BATCH = 250  # sessions whose staging rows are pulled and built at a time (README: Robustness and privacy)
+# sessions whose staging rows are pulled and built at a time (README: Robustness and privacy): each batch
+# costs its 14 pulls whatever its size (1 GB corpora of ~25-60 events a session, alternating runs: the star
+# 5.7-6.4 -> 3.8-4.3 s on `outputs`, 11.0-12.3 -> 8.2-11.3 s on `events`, at 1,000 rather than 250; 2,000 no
+# better; peak RSS the same within the noise), and what bounds a batch's memory is its events (below)
+SESSION_BATCH = 1000
 # ... or fewer, whose events add up to this many: a batch's events in polars take ~1 KB each at the
 # star's peak, and a larger batch (one session of 200,000 tool calls: 610,000 events) is built alone,
 # with no other batch pulled meanwhile
