@@ -30,6 +30,7 @@ from .load import star
 from .load.spool import Spool, run_folder
 from .load.state import Plan, SourceState, keep_gone, restore_gone
 from .models import incremental_models_filled, run_models
+from .redact import store_paths
 from .runs import RunSummary, new_run_id, record_run
 from .schema import MODELS, STAR
 from .warehouse import (
@@ -159,6 +160,7 @@ def _plan(run: _Run, copilot_homes: list[Path], vscode_users: list[Path], roots:
     run.tell(0, 0, "finding sources")
     finder = Finder()
     sources = discover(copilot_homes, vscode_users, finder)
+    store_paths([src.path for src in sources], run.state.redact)  # redacted at once: each plan's key looks it up
     run.state.record_problems(roots, finder.problems)
     plans: list[Plan] = []
     for src in sources:

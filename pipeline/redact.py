@@ -548,18 +548,44 @@ def screen_lines(data: bytes, line_starts: list[int], pattern: str = LINE_SCREEN
     return hit
 
 
-_PATHS: dict[str, str] = {}
+_PATHS: dict[tuple[str, bool], str] = {}
+PATHS_HELD = 100_000  # paths stored_path remembers
+
+
+def _valid(path: str) -> str:
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def stored_path(path: str, enabled: bool = True) -> str:
     """A path (or id) as it is stored: redacted (a token can hide in a folder or file name), and a
     name that is not valid UTF-8 with U+FFFD. The same path gives the same text in every run, so it
     keys the bookkeeping as the raw path would. Not counted as a redaction."""
-    out = _PATHS.get(path)
+    out = _PATHS.get((path, enabled))
     if out is None:
-        text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        text = _valid(path)
         out = Redactor()(text) if enabled else text
-        if len(_PATHS) > 100_000:
+        if len(_PATHS) > PATHS_HELD:
             _PATHS.clear()
-        _PATHS[path] = out
+        _PATHS[path, enabled] = out
     return out
+
+
+def store_paths(paths: list[str], enabled: bool = True) -> None:
+    """What ``stored_path`` gives for each of many paths, worked out at once: one RE2 scan of them all (the
+    line screen) finds the few a rule may touch, and only those go through the rules - the others are stored
+    as they are, as a text on a line the screen clears is (see ``extract.events.read_event_log``). A run's
+    planning stores every source's path (10,593 on the 1 GB bench corpus: 0.15 s one by one)."""
+    todo = [p for p in dict.fromkeys(paths) if (p, enabled) not in _PATHS][:PATHS_HELD - len(_PATHS)]
+    texts = [_valid(p) for p in todo]
+    if not enabled:
+        _PATHS.update(((p, False), t) for p, t in zip(todo, texts, strict=True))
+        return
+    encoded = [t.encode("utf-8") for t in texts]
+    starts, pos = [], 0
+    for b in encoded:
+        starts.append(pos)
+        pos += len(b) + 1
+    flagged = screen_lines(b"\n".join(encoded), starts)
+    redactor = Redactor()
+    _PATHS.update(((p, True), redactor(t) if i in flagged else t) for i, (p, t) in enumerate(zip(todo, texts,
+                                                                                                 strict=True)))

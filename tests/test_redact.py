@@ -207,3 +207,29 @@ def test_the_screen_never_runs_re2_out_of_memory_on_real_logs(capfd):
     hit = redact.screen_lines(data, starts)
     assert hit  # the screen does flag lines of this log (names like token=, secret:)
     assert "DFA out of memory" not in capfd.readouterr().err
+
+
+def test_paths_stored_at_once_are_those_stored_one_by_one():
+    """``store_paths`` (a run's planning: every source's path at once, one screen over them all) gives each path
+    exactly what ``stored_path`` gives it alone: redacted where a rule matches (in a folder name, across a
+    newline in a name), made valid UTF-8, as it is otherwise - with redaction on and off."""
+    from pipeline.redact import _PATHS, store_paths, stored_path
+
+    from .secrets_corpus import planted
+
+    secrets = [c.value for c in planted() if isinstance(c.value, str)]
+    paths = [f"/home/ana/{t}/events.jsonl" for t in secrets[:150]] + [
+        f"/home/ana/.copilot/session-state/{i:04d}/events.jsonl" for i in range(300)] + [
+        "/x/bad\udcff\udcfename/events.jsonl", f"/x/line\nbreak/{GH}/e.jsonl", "/x/修复登录/events.jsonl", "/x/ab",
+        f"/x/{'a' * 5000}{GH}", "/x/a\n", ""] + [f"/f/{t}" for t in _fuzz_texts(300)]
+    for enabled in (True, False):
+        _PATHS.clear()
+        alone = [stored_path(p, enabled) for p in paths]
+        _PATHS.clear()
+        store_paths(paths, enabled)
+        at_once = [_PATHS[p, enabled] for p in paths]
+        assert at_once == alone
+        assert sum("[REDACTED:" in p for p in alone) > (100 if enabled else -1)
+        assert enabled or alone == [p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for p in paths]
+    _PATHS.clear()
+    assert stored_path(f"/x/{GH}", False) != stored_path(f"/x/{GH}", True)  # off, then on: each as it says

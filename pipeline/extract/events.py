@@ -313,6 +313,14 @@ def head_digest(path: str) -> str:
         return hashlib.md5(fh.read(4096)).hexdigest()
 
 
+def head_and_tail_digests(path: str, offset: int) -> tuple[str, str]:
+    """``head_digest`` and ``tail_digest`` of a file, from one open."""
+    with open(path, "rb") as fh:
+        head = hashlib.md5(fh.read(4096)).hexdigest()
+        fh.seek(max(0, offset - 4096))
+        return head, hashlib.md5(fh.read(min(offset, 4096))).hexdigest()
+
+
 def prefix_digest(path: str, offset: int) -> str:
     """XXH3-128 of every byte before ``offset``: what was read of a log is still there, byte for byte."""
     import xxhash
