@@ -46,11 +46,12 @@ SESSION_TABLES = [t.name for t in STAR]
 # start), but under the usual 512 MB the load was the full ingest's peak. 1 GB `events`, alternating
 # runs: peak RSS 843-879 -> 772-780 MB, the load 1.74-1.95 -> 2.04-2.23 s; 2 GB: 0.97-0.99 -> 0.84 GB
 STAR_LOAD_MEMORY = "256MB"
-# the large staging tables are pulled as they are stored: each log's events in the order it was read,
-# which is the order the star reads them in (transform.star.in_session_order sorts only when they are not;
-# an ORDER BY here held ~0.5 GB more for one session of 610,000 events); the small ones sorted
-# (`order by all`), so which of two rows of one kind wins does not depend on load order
-_ORDER = {"stg_events": "", "stg_tool_requests": ""}
+# the events are pulled as they are stored - mostly each log's events in the order it was read (staging
+# may load a log's parts out of order: see Spool._in_parallel) - and transform.star.in_session_order sorts
+# only a batch whose events are not in order (an ORDER BY here held ~0.5 GB more for one session of 610,000
+# events); a log's tool requests in the order it was read (the first of two with one id wins); the small
+# tables sorted (`order by all`): which of two rows of one kind wins depends on no load order
+_ORDER = {"stg_events": "", "stg_tool_requests": " order by session_id, _source_path, event_index, request_index"}
 
 
 def _text_columns() -> dict[str, str]:
@@ -387,7 +388,7 @@ def _rebuild_memories_of_no_session(con: duckdb.DuckDBPyConnection) -> None:
     """Memories that belong to no session (repo and user memories) are in no session batch."""
     from ..transform.star import memories
 
-    docs = con.sql("select * from stg_documents where session_id is null").pl()
+    docs = con.sql("select * from stg_documents where session_id is null order by all").pl()  # as in a batch
     con.execute("delete from fct_memories where session_id is null")
     if not docs.is_empty():
         insert(con, "fct_memories", memories(docs))

@@ -95,8 +95,8 @@ def choose_event_source(events: pl.DataFrame) -> pl.DataFrame:
 
 def in_session_order(ev: pl.DataFrame) -> pl.DataFrame:
     """``ev`` with each session's events in order of position (``event_index``): as it is when they
-    already are (staging is pulled in the order the rows were stored, which is the order each log was
-    read in), else sorted. A sort copies every column, and the events of the largest session are most of
+    already are (staging is pulled in the order the rows were stored, mostly the order each log was read in:
+    see load/star.py), else sorted. A sort copies every column, and the events of the largest session are most of
     the star's memory."""
     if ev.height < 2:
         return ev
