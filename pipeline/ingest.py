@@ -182,8 +182,8 @@ def _read(run: _Run, plans: list[Plan], workers: int | None) -> None:
         for read in batch.reads:
             run.redactions.update(read.redactions)
             run.affected |= run.state.apply(read, plan_of[read.source])
-            for table, part, n_rows in read.result.parts if read.result else ():
-                run.summary.n_records += run.spool.add_part(table, part, n_rows)
+            for table, part, n_rows, shift in read.result.parts if read.result else ():
+                run.summary.n_records += run.spool.add_part(table, part, n_rows, shift)
             done += 1
             run.tell(done, len(jobs), "reading")
         for table, rows in batch.tables.items():  # the rows of all the batch's sources, in order

@@ -185,3 +185,104 @@ def test_staged_parts_load_on_every_thread_only_while_their_row_groups_fit_the_m
     assert chosen == {"short": True, "long": False}
     assert con.execute("select current_setting('preserve_insertion_order')").fetchone()[0] is True  # set back
     assert size_bytes("512MB") == 512_000_000 and size_bytes("1.5 GiB") == 1.5 * 2**30 and size_bytes("x") is None
+
+
+def test_a_large_log_read_in_parts_on_every_core_gives_what_one_read_gives(tmp_path, monkeypatch, caplog):
+    """A large event log is cut at line ends into parts read on every core (extract.parallel._split), each
+    numbering its events from 0, and stitched in order: with parts of ~300 bytes, every log of the sample and
+    the poison corpus (events broken over lines and glued, garbage, BOMs, unterminated last lines) cut
+    everywhere - inside broken events too, where the rest of the log is read in one go - every table, event
+    indexes, rejects, resume offsets and line numbers included, is the one a single read gives; and again after
+    the logs grew (the parts of the new bytes)."""
+    import logging
+
+    from pipeline.extract import parallel
+    from tools.compare import differences
+
+    homes, users = _homes(tmp_path)
+    ingest(tmp_path / "whole.duckdb", homes, users, workers=1)
+    monkeypatch.setattr(parallel, "PART_BYTES", 300)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    stitched = []
+    real = parallel._stitched
+
+    def counted(src, parts, *args):
+        got = real(src, parts, *args)
+        stitched.append(len(parts))
+        return got
+    monkeypatch.setattr(parallel, "_stitched", counted)
+    with caplog.at_level(logging.DEBUG, logger="pipeline.extract.parallel"):
+        ingest(tmp_path / "parts.duckdb", homes, users, workers=2)
+    assert len(stitched) > 5 and max(stitched) > 5  # logs were read in parts, some in many
+    assert "an event may run past a cut" in caplog.text  # ... and some read on in one go from a broken event
+    assert differences(tmp_path / "whole.duckdb", tmp_path / "parts.duckdb") == []
+
+    # the logs grow (a complete event, then a broken one and an unterminated tail): only the new bytes are
+    # read, in parts where they are large enough
+    grown = sorted(p for p in (tmp_path / "poison").rglob("*.jsonl") if p.stat().st_size > 600)[:6]
+    for i, log_file in enumerate(grown):  # the poison corpus's (the sample corpus is the repository's)
+        with open(log_file, "ab") as fh:
+            fh.write(b"\n".join(
+                b'{"type":"user.message","data":{"content":"grown %d %d"},"id":"g%d-%d","timestamp":'
+                b'"2027-01-01T00:00:%02d.000Z"}' % (i, k, i, k, k % 60) for k in range(40)) + b"\n")
+            fh.write(b'{"type":"assistant.message","data":{"content":"line one\nline two"}}\n{"type":"user.mes')
+    assert grown
+    stitched.clear()
+    ingest(tmp_path / "parts.duckdb", homes, users, workers=2)
+    ingest(tmp_path / "whole.duckdb", homes, users, workers=1)
+    assert stitched  # the grown logs' new bytes were read in parts
+    assert differences(tmp_path / "whole.duckdb", tmp_path / "parts.duckdb") == []
+
+
+def test_parts_of_a_log_are_read_again_in_one_go_from_where_rejoining_would_overspend(tmp_path, monkeypatch,
+                                                                                     caplog):
+    """Rejoining broken events (and splitting glued ones) has one budget per file: parts read beside each
+    other each spend their own, so the parts are taken only while what they spent in all stays under it, and
+    from the part where it would not, the log is read in one go with what is left (extract.parallel._stitched).
+    With a budget that runs out halfway through a log of glued events, the stitched read - rows, event
+    indexes, rejects, where it stopped - is the single read's."""
+    import logging
+
+    import pyarrow.parquet as pq
+
+    from pipeline.extract import jsonl, parallel
+    from pipeline.extract.base import Source
+
+    lines = []
+    for i in range(60):  # events, and every other one a truncated event glued to a whole one (split, at a cost)
+        lines.append(b'{"type":"user.message","data":{"content":"prompt %d %s"},"id":"u%d","timestamp":'
+                     b'"2026-01-01T00:00:%02d.000Z"}' % (i, b"x" * 300, i, i % 60))
+        if i % 2 == 0:
+            lines.append(b'{"type":"assistant.message","data":{"content":"cut sho{"type":"assistant.message",'
+                         b'"data":{"content":"whole %d"},"id":"a%d"}' % (i, i))
+    log_file = tmp_path / "events.jsonl"
+    log_file.write_bytes(b"\n".join(lines) + b"\n")
+    src = Source(str(log_file), "events", "s1")
+    monkeypatch.setattr(jsonl, "JOIN_BUDGET", 1000)  # ~12 of the 30 glued lines
+    monkeypatch.setattr(parallel, "JOIN_BUDGET", 1000)
+    monkeypatch.setattr(parallel, "PART_BYTES", 400)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+
+    def rows(parts: list[tuple[str, str, int, int]]) -> list[dict]:
+        out = []
+        for table, path, _n, shift in parts:
+            for row in pq.read_table(path).to_pylist():
+                out.append({**row, "event_index": row["event_index"] + shift, "_table": table})
+        return out
+
+    one = parallel.read_part(src, parallel.Part(0, 1, None), "r", True, str(scratch))
+    split = parallel._split(src, None, log_file.stat().st_size)
+    assert split is not None
+    found, begin = split
+    parts = list(found)
+    with caplog.at_level(logging.DEBUG, logger="pipeline.extract.parallel"):
+        batch = parallel._stitched(src, parts, begin, (parallel.read_part(src, p, "r", True, str(scratch))
+                                                       for p in parts), "r", True, str(scratch))
+    (read,) = batch.reads
+    assert len(parts) > 8 and one.spent[0] >= 1000  # the budget ran out in the single read
+    assert "rejoining broken events spent the file's budget" in caplog.text
+    assert rows(read.result.parts) == rows(one.parts)
+    assert read.result.rejects == one.rejects and any("not valid JSON" in r["reason"] for r in one.rejects)
+    assert (read.result.n_records, read.result.last_good_offset, read.result.good_line) == \
+        (one.n_events, one.good_offset, one.good_line)

@@ -54,7 +54,8 @@ class Prior:
 @dataclass
 class ReadResult:
     rows: dict[str, list[dict]] = field(default_factory=dict)
-    parts: list[tuple[str, str, int]] = field(default_factory=list)  # (table, Parquet file, rows) spilled
+    # (table, Parquet file, rows, what is added to its event indexes as it is loaded): rows spilled
+    parts: list[tuple[str, str, int, int]] = field(default_factory=list)
     rejects: list[dict] = field(default_factory=list)
     last_good_offset: int = 0
     good_line: int = 1

@@ -218,15 +218,31 @@ def _args_json(args: object, redact: Callable, clean: Callable) -> str | None:
 
 def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kind: str) -> ReadResult:
     res = ReadResult()
-    start, line, index = 0, 1, 0
-    if prior is not None and prior.last_good_offset and is_append(source.path, prior):
-        start, line, index = prior.last_good_offset, prior.good_line, prior.n_records
-        res.appended = True
+    start, line, index, res.appended = resume_point(source.path, prior)
+    state = read_span(res, source, ctx, source_kind, start, line, index, Budget())
+    res.last_good_offset, res.good_line, res.pending_tail = state.good_offset, state.good_line, state.pending_tail
+    return res
+
+
+def resume_point(path: str, prior: Prior | None) -> tuple[int, int, int, bool]:
+    """Where reading a log starts: (byte offset, line, index of its first new event, whether its rows continue
+    the rows read before) - after what was read of it when it only grew since (``is_append``), else its start."""
+    if prior is not None and prior.last_good_offset and is_append(path, prior):
+        return prior.last_good_offset, prior.good_line, prior.n_records, True
+    return 0, 1, 0, False
+
+
+def read_span(res: ReadResult, source: Source, ctx: Context, source_kind: str, start: int, line: int, index: int,
+              budget: Budget, stop: int | None = None) -> ReadState:
+    """Read a log's records from byte ``start`` (at ``line``, the first being event ``index``) into ``res``, to
+    the end of the file or up to ``stop`` (the end of a line: a part of a large log read beside its other parts,
+    ``extract.parallel``); ``budget`` is what rejoining broken events may still spend in the file. Returns where
+    reading stopped (``more``: at a line before ``stop`` that may be an event running past it); ``res.n_records``
+    is the index after the last event."""
     sid = source.session_id
     may_secret = screen() if ctx.redact.enabled else None
     may_forbidden = screen(FORBIDDEN_SCREEN)
-    budget = Budget()
-    pieces = windows(source.path, start)  # a grown log: only the new bytes; a large one a piece at a time
+    pieces = windows(source.path, start, stop=stop)  # a grown log: only the new bytes; a large one a piece at a time
     piece = next(pieces)
     while True:
         base, data, final = piece
@@ -262,10 +278,12 @@ def read_event_log(source: Source, ctx: Context, prior: Prior | None, source_kin
             break
         ctx.spill(res, state.good_offset - base)  # a log read in pieces: its rows leave memory as it goes
         line = state.good_line
-        piece = pieces.send(state.good_offset)
-    res.last_good_offset, res.good_line, res.pending_tail = state.good_offset, state.good_line, state.pending_tail
+        try:
+            piece = pieces.send(state.good_offset)
+        except StopIteration:  # ``stop`` reached
+            break
     res.n_records = index
-    return res
+    return state
 
 
 def record_rows(res: ReadResult, obj: dict, raw: bytes, screen_hits: tuple[bool, bool], *, note: str, line: int,

@@ -193,19 +193,29 @@ def iter_jsonl(
 WINDOW_BYTES = 32 * 1024 * 1024  # a log is read this much at a time (more: its longest line, a join's reach)
 
 
-def windows(path: str, start: int = 0, size: int | None = None) -> Iterator[tuple[int, bytes, bool]]:
+def windows(path: str, start: int = 0, size: int | None = None,
+            stop: int | None = None) -> Iterator[tuple[int, bytes, bool]]:
     """A file from ``start`` in pieces of about ``size`` bytes, each ending with a whole line except the
     last: (file offset of the piece, its bytes, whether it runs to the end of the file). Memory is bounded
     by the piece, the longest line and how far a broken event may be rejoined (``MAX_JOIN_BYTES``), not by
     the file. The caller tells where the next piece starts with ``send(offset)`` (where it stopped reading
-    lines, at or before the piece's end); without it, right after the piece."""
+    lines, at or before the piece's end); without it, right after the piece.
+
+    ``stop``: read only up to this offset, the end of a line (a part of a large log read beside its other
+    parts: ``extract.parallel``): the piece that reaches it is not the end of the file, and nothing comes
+    after it - a caller that would read on from before ``stop`` (a broken event that may run past it) is
+    told so by the end of the pieces (StopIteration)."""
     size = size or WINDOW_BYTES
     with open(path, "rb") as fh:
         fh.seek(start)
         pos, held = start, b""
         while True:
-            chunk = fh.read(size)
+            want = size if stop is None else min(size, stop - pos - len(held))
+            chunk = fh.read(want) if want > 0 else b""
             data = held + chunk
+            if stop is not None and (pos + len(data) >= stop or len(chunk) < want):
+                yield pos, data[:stop - pos], False  # the part's end (or the file's, if it shrank: see above)
+                return
             if len(chunk) < size:  # the end of the file
                 yield pos, data, True
                 return

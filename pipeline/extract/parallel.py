@@ -9,13 +9,14 @@ sources (``_batches``), so what is loaded, and in which order, does not depend o
 from __future__ import annotations
 
 import itertools
+import logging
 import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..parts import write_part
 from ..processes import pool as worker_pool
@@ -24,10 +25,13 @@ from ..redact import Redactor, stored_path
 from ..schema import INT32, INT64, TABLES, to_arrow
 from ..sources import APPEND_KINDS
 from .base import READERS, Context, Prior, ReadResult, Source, max_text_chars
-from .events import head_digest, prefix_digest, tail_digest
+from .events import head_digest, prefix_digest, read_span, resume_point, tail_digest
+from .jsonl import JOIN_BUDGET, JOIN_PARSES, Budget
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+log = logging.getLogger(__name__)
 
 PARALLEL_MIN_BYTES = 24 * 1024 * 1024  # less to read than this: starting workers (~1 s) costs more than it saves
 BATCH_SOURCES = 64  # sources per task: one round trip and one Arrow conversion per table for all
@@ -35,6 +39,10 @@ BATCH_BYTES = 8 * 1024 * 1024  # ... or fewer, once their files add up to this m
 WAVE = 4  # tasks in flight per worker: bounds the memory of results not yet loaded
 WORKER_BATCH_SOURCES = 512  # a worker's batch (see read_batch's to_parts)
 WORKER_BATCH_BYTES = 32 * 1024 * 1024
+# an event log with at least twice this much to read is read in parts of about this much, on every core
+# (``_split``): one 500 MB log was read by one worker while the others waited
+PART_BYTES = 32 * 1024 * 1024
+SPLIT_KINDS = frozenset({"events", "legacy_jsonl"})  # the kinds read by ``events.read_event_log``
 
 
 @dataclass
@@ -96,11 +104,11 @@ class _Spill:
         self.source, self.ctx, self.enabled = source, ctx, enabled
         self.n_rows, self.sessions, self.files, self.held = 0, set(), [], 0
 
-    def __call__(self, res: ReadResult, nbytes: int) -> None:
+    def __call__(self, res: ReadResult, nbytes: int, force: bool = False) -> None:
         """``nbytes``: how much of the source was read since the last call; the rows are written once
-        they come from SPILL_BYTES of it (fewer, larger parts)."""
+        they come from SPILL_BYTES of it (fewer, larger parts), or now (``force``)."""
         self.held += nbytes
-        if self.ctx.scratch is None or self.held < SPILL_BYTES or not any(res.rows.values()):
+        if self.ctx.scratch is None or (self.held < SPILL_BYTES and not force) or not any(res.rows.values()):
             return
         self.held = 0
         _redact_table_rows(res.rows, self.ctx, self.enabled)
@@ -112,7 +120,7 @@ class _Spill:
             path = os.path.join(self.ctx.scratch, f"spill-{os.getpid()}-{next(_SPILLED):06d}-{table}.parquet")
             write_part(tbl, path)
             self.files.append(path)
-            res.parts.append((table, path, tbl.num_rows))
+            res.parts.append((table, path, tbl.num_rows, 0))
             self.n_rows += tbl.num_rows
         res.rows = {}
 
@@ -130,13 +138,9 @@ def _read_one(source: Source, prior: Prior | None, run_id: str, redact: bool,
     spill = ctx.spill = _Spill(source, ctx, redact)
     try:
         res = READERS[source.kind](source, ctx, prior)
-    except OSError as exc:  # the file as a whole: gone, no permission, a full temp folder, ...
-        spill.discard()
-        return Read(source, None, 0, set(), f"could not be read: {exc.strerror or exc}", dict(redactor.counts)), {}
     except Exception as exc:  # noqa: BLE001 - a reader that fails on some content: the file is one reject
         spill.discard()
-        return Read(source, None, 0, set(), f"could not be read: {type(exc).__name__}: {exc}",
-                    dict(redactor.counts)), {}
+        return Read(source, None, 0, set(), _failure(exc), dict(redactor.counts)), {}
     _redact_rows(res, ctx, redact)
     if res.skipped_reason:
         spill.discard()
@@ -148,6 +152,14 @@ def _read_one(source: Source, prior: Prior | None, run_id: str, redact: bool,
                head_digest(source.path)) if source.kind in APPEND_KINDS else (None, None, None)
     n_rows = spill.n_rows + sum(len(rs) for rs in rows.values())
     return Read(source, res, n_rows, sessions, None, dict(redactor.counts), *digests), rows
+
+
+def _failure(exc: Exception) -> str:
+    """Why a source could not be read: the file as a whole (gone, no permission, a full temp folder, ...),
+    or a reader that failed on some content."""
+    if isinstance(exc, OSError):
+        return f"could not be read: {exc.strerror or exc}"
+    return f"could not be read: {type(exc).__name__}: {exc}"
 
 
 # Tables whose every text the readers redact themselves, with the line screen (see events.event_rows):
@@ -288,6 +300,152 @@ def _batches(jobs: list[tuple[Source, Prior | None, int]], max_sources: int = BA
         yield batch
 
 
+@dataclass(frozen=True)
+class Part:
+    """A part of a large event log read beside its other parts: from byte ``start`` (the start of line
+    ``line``) to ``stop`` (the end of a line; None: the end of the file)."""
+
+    start: int
+    line: int
+    stop: int | None
+
+
+@dataclass
+class PartRead:
+    """What reading one part gave: its rows as Parquet parts (their event indexes count from ``first``), its
+    rejects, its events, where it stopped, and what rejoining broken events spent in it."""
+
+    parts: list[tuple[str, str, int, int]]
+    rejects: list[dict]
+    n_events: int
+    first: int
+    good_offset: int
+    good_line: int
+    pending_tail: bool
+    more: bool
+    spent: tuple[int, int]  # bytes parsed and parses, of the file's Budget
+    n_rows: int
+    sessions: set[str]
+    redactions: dict[str, int]
+    error: str | None = None
+
+
+def _split(src: Source, prior: Prior | None, size: int) -> tuple[Iterator[Part], tuple[int, int, int, bool]] | None:
+    """A large event log's parts, found as they are asked for (each cut at a line end about PART_BYTES after
+    the last, with the number of its first line), and where reading it starts (``events.resume_point``:
+    offset, line, event index, whether its rows continue those read before); None for a source read whole."""
+    if src.kind not in SPLIT_KINDS or _to_read(src, prior, size) < 2 * PART_BYTES:
+        return None
+    try:
+        begin = resume_point(src.path, prior)
+    except OSError:
+        return None  # the reader says what is wrong with the file
+    return _parts(src.path, begin[0], begin[1]), begin
+
+
+def _parts(path: str, start: int, line: int) -> Iterator[Part]:
+    pos = start
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            n = max(1, (size - start) // PART_BYTES)
+            fh.seek(start)
+            for target in (start + (size - start) * k // n for k in range(1, n)):
+                if target <= pos:
+                    continue
+                lines = _count_lines(fh, target - pos)  # the file from ``pos`` to ``target``
+                rest = fh.readline()  # ... and to the end of the line ``target`` falls in
+                if not rest.endswith(b"\n"):
+                    break  # no line ends after ``target``: the last part runs to the end
+                yield Part(pos, line, target + len(rest))
+                pos, line = target + len(rest), line + lines + 1
+    except OSError:
+        pass  # the last part (from here to the end) is read as any file is, and says what is wrong
+    yield Part(pos, line, None)
+
+
+def _count_lines(fh: BinaryIO, nbytes: int) -> int:
+    """The newlines in the next ``nbytes`` bytes of ``fh`` (read 8 MB at a time)."""
+    n = 0
+    while nbytes > 0:
+        chunk = fh.read(min(nbytes, 8 * 1024 * 1024))
+        if not chunk:
+            break
+        n += chunk.count(b"\n")
+        nbytes -= len(chunk)
+    return n
+
+
+def read_part(source: Source, part: Part, run_id: str, redact: bool, scratch: str | None, first: int = 0,
+              spent: tuple[int, int] = (0, 0)) -> PartRead:
+    """Read one part of a large event log (its events numbered from ``first``, rejoining broken events with
+    ``spent`` of the file's budget gone), every row written to Parquet parts in ``scratch``."""
+    redactor = Redactor(enabled=redact)
+    ctx = Context(run_id=run_id, redact=redactor, max_text=max_text_chars(), scratch=scratch)
+    spill = ctx.spill = _Spill(source, ctx, redact)
+    res, budget = ReadResult(), Budget()
+    budget.bytes, budget.parses = budget.bytes - spent[0], budget.parses - spent[1]
+    try:
+        state = read_span(res, source, ctx, source.kind, part.start, part.line, first, budget, part.stop)
+        spill(res, 0, force=True)
+    except Exception as exc:  # noqa: BLE001 - the file is read in one go from this part on (and says what)
+        spill.discard()
+        return PartRead([], [], 0, first, part.start, part.line, False, True, (0, 0), 0, set(),
+                        dict(redactor.counts), _failure(exc))
+    _redact_rows(res, ctx, redact)
+    return PartRead(res.parts, res.rejects, res.n_records - first, first, state.good_offset, state.good_line,
+                    state.pending_tail, state.more, (JOIN_BUDGET - budget.bytes, JOIN_PARSES - budget.parses),
+                    spill.n_rows, spill.sessions, dict(redactor.counts))
+
+
+def _stitched(src: Source, parts: list[Part], begin: tuple[int, int, int, bool], reads: Iterator[PartRead],
+              run_id: str, redact: bool, scratch: str | None) -> Batch:
+    """One Read of a log read in parts: the parts taken in order while each ends where the next starts
+    (``more`` unset) and what rejoining spent in them all stays under the file's budget - then they are what
+    reading the file in one go gives, event numbers shifted by the events before them; from the first part
+    that does not (a broken event across a cut, an error), the rest of the file is read here in one go."""
+    res = ReadResult(appended=begin[3])
+    index, spent, n_rows, sessions, counts = begin[2], (0, 0), 0, set(), {}
+    taken: PartRead | None = None
+    for part, got in zip(parts, reads, strict=True):
+        total = (spent[0] + got.spent[0], spent[1] + got.spent[1])
+        joins = taken is None or (not taken.more and taken.good_offset == part.start and taken.good_line == part.line)
+        if got.error is None and joins and total[0] < JOIN_BUDGET and total[1] < JOIN_PARSES:
+            res.parts += [(t, p, n, index) for t, p, n, _ in got.parts]
+            res.rejects += got.rejects
+            index, spent, taken = index + got.n_events, total, got
+            n_rows, sessions = n_rows + got.n_rows, sessions | got.sessions
+            counts = {key: counts.get(key, 0) + got.redactions.get(key, 0) for key in {*counts, *got.redactions}}
+            continue
+        for _t, path, _n, _s in got.parts:  # this part and every one after it: read again below
+            with suppress(OSError):
+                os.unlink(path)
+        for rest in reads:
+            for _t, path, _n, _s in rest.parts:
+                with suppress(OSError):
+                    os.unlink(path)
+        start = Part(taken.good_offset, taken.good_line, None) if taken else Part(begin[0], begin[1], None)
+        log.debug("%s: read in one go from line %d (%s)", src.path, start.line, got.error or (
+            "rejoining broken events spent the file's budget" if joins else "an event may run past a cut"))
+        got = read_part(src, start, run_id, redact, scratch, index, spent)
+        res.parts += got.parts
+        res.rejects += got.rejects
+        index, taken = index + got.n_events, got
+        n_rows, sessions = n_rows + got.n_rows, sessions | got.sessions
+        counts = {key: counts.get(key, 0) + got.redactions.get(key, 0) for key in {*counts, *got.redactions}}
+        if got.error is not None:  # as when the file is read in one go: its rows go, it is one reject
+            for _t, path, _n, _s in res.parts:
+                with suppress(OSError):
+                    os.unlink(path)
+            return Batch([Read(src, None, 0, set(), got.error, counts)], {})
+        break
+    res.last_good_offset, res.good_line, res.pending_tail = taken.good_offset, taken.good_line, taken.pending_tail
+    res.n_records = index
+    read = Read(src, res, n_rows, sessions, None, counts, tail_digest(src.path, res.last_good_offset),
+                prefix_digest(src.path, res.last_good_offset), head_digest(src.path))
+    return Batch([read], {})
+
+
 def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: bool,
              workers: int | None = None, scratch: str | None = None) -> Iterator[Batch]:
     """Read every job (source, what the warehouse knows of it, its size) in batches (see ``_batches``),
@@ -298,17 +456,49 @@ def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: 
             yield read_batch(batch, run_id, redact, scratch)
         return
     # a worker writes each batch's rows as Parquet parts: larger batches, fewer and larger parts to load
-    batches = list(_batches(jobs, WORKER_BATCH_SOURCES, WORKER_BATCH_BYTES))
     pool = worker_pool(workers, multiprocessing.get_context("spawn"))
     try:
-        pending: deque = deque()
-        for batch in batches:
-            pending.append(pool.submit(read_batch, batch, run_id, redact, scratch, True))
-            if len(pending) >= WAVE * workers:
-                yield pending.popleft().result()
+        pending: deque = deque()  # (futures, how their results become a Batch), in the jobs' order
+        in_flight = 0
+        for task in _tasks(jobs, scratch is not None):
+            if isinstance(task, tuple):  # a large log, read in parts (each on its way as soon as it is found)
+                src, found, begin = task
+                parts, futures = [], []
+                for part in found:
+                    parts.append(part)
+                    futures.append(pool.submit(read_part, src, part, run_id, redact, scratch))
+                pending.append((futures, lambda got, src=src, parts=parts, begin=begin:
+                                _stitched(src, parts, begin, got, run_id, redact, scratch)))
+            else:
+                futures = [pool.submit(read_batch, task, run_id, redact, scratch, True)]
+                pending.append((futures, lambda got: next(got)))
+            in_flight += len(futures)
+            while in_flight >= WAVE * workers:
+                in_flight -= len(pending[0][0])
+                yield _done(*pending.popleft())
         while pending:
-            yield pending.popleft().result()
+            yield _done(*pending.popleft())
     except BaseException:
         stop_pool(pool)  # Ctrl-C or an error: the workers stop now, not after their batches
         raise
     pool.shutdown()
+
+
+def _done(futures: list, make: Callable[[Iterator], Batch]) -> Batch:
+    return make(f.result() for f in futures)
+
+
+def _tasks(jobs: list[tuple[Source, Prior | None, int]],
+           split_logs: bool = True) -> Iterator[list[tuple[Source, Prior | None]] | tuple]:
+    """The jobs as a worker's tasks, in order: batches of sources (``_batches``), and each large event log
+    alone, as its parts (``_split``; ``split_logs``: the parts have a scratch folder to be written to)."""
+    run: list[tuple[Source, Prior | None, int]] = []
+    for src, prior, size in jobs:
+        split = _split(src, prior, size) if split_logs else None
+        if split is None:
+            run.append((src, prior, size))
+            continue
+        yield from _batches(run, WORKER_BATCH_SOURCES, WORKER_BATCH_BYTES)
+        run = []
+        yield (src, *split)
+    yield from _batches(run, WORKER_BATCH_SOURCES, WORKER_BATCH_BYTES)

@@ -34,13 +34,16 @@ RUN_FOLDER_PREFIX = ".ingest-"
 CANONICAL_JSON = {"stg_events": ("arguments", "extra"), "stg_tool_requests": ("arguments",)}
 
 
-def select_all(table: str, relation: str) -> str:
-    """``select *`` from ``relation`` for an insert into ``table``, its JSON columns made canonical."""
-    cols = CANONICAL_JSON.get(table)
-    if not cols:
-        return f"select * from {relation}"
-    replace = ", ".join(f'json("{c}")::varchar as "{c}"' for c in cols)
-    return f"select * replace ({replace}) from {relation}"
+_PART_FILE = "_spool_part_file"  # the column naming each row's part, where event indexes are shifted
+
+
+def select_all(table: str, relation: str, shift: str = "") -> str:
+    """``select *`` from ``relation`` for an insert into ``table``, its JSON columns made canonical, and
+    ``shift`` (SQL) added to its event indexes (the rows of a part of a log read beside its other parts)."""
+    replace = [f'json("{c}")::varchar as "{c}"' for c in CANONICAL_JSON.get(table, ())]
+    if shift:
+        replace.append(f'"event_index" + {shift} as "event_index"')
+    return f"select * replace ({', '.join(replace)}) from {relation}" if replace else f"select * from {relation}"
 
 
 def run_folder(warehouse: str | Path) -> Path:
@@ -112,6 +115,7 @@ class Spool:
         self.pending: dict[str, list[pa.Table]] = {}
         self.pending_rows: dict[str, list[dict]] = {}  # converted to Arrow once per part, not per call
         self.parts: dict[str, int] = {}
+        self.shifts: dict[Path, int] = {}  # parts whose event indexes are shifted as they load (``add_part``)
         self.sizes: dict[str, list[int]] = {}  # table -> [rows, bytes] of its parts
         self.bytes = 0
         self.replaced: dict[tuple[str, str], list] = {}  # (table, key column) -> keys whose old rows go
@@ -163,15 +167,18 @@ class Spool:
         self.parts[table] = n + 1
         return self.folder / table / f"part-{n:05d}.parquet"
 
-    def add_part(self, table: str, path: str | Path, n_rows: int) -> int:
+    def add_part(self, table: str, path: str | Path, n_rows: int, shift: int = 0) -> int:
         """A Parquet part a reader wrote (``extract.parallel``, a large source read in pieces): moved in
-        with the others, loaded with them; returns how many rows it holds. Rows added before it are
-        written first, so the table's rows load in the order they came."""
+        with the others, loaded with them, ``shift`` added to its rows' event indexes (a part of a large
+        log read beside its other parts numbers its events from 0); returns how many rows it holds. Rows
+        added before it are written first, so the table's rows load in the order they came."""
         if self.pending.get(table) or self.pending_rows.get(table):
             self._write()
         moved = self._next_part(table)
         os.replace(path, moved)
         self._count(table, moved, n_rows)
+        if shift:
+            self.shifts[moved] = shift
         return n_rows
 
     def _count(self, table: str, path: Path, n_rows: int) -> None:
@@ -195,6 +202,21 @@ class Spool:
         limit = size_bytes(self.load_memory or memory_limit()) or 0
         return rows > 0 and 4 * threads * row_group_size() * nbytes / rows <= limit
 
+    def _select(self, table: str, files: list[Path]) -> str:
+        """The SELECT of an INSERT of ``files`` into ``table``: each part's event indexes shifted as
+        ``add_part`` was told, matched by its file name."""
+        def quoted(path: Path) -> str:
+            return "'" + str(path).replace("'", "''") + "'"
+
+        listed = ", ".join(quoted(f) for f in files)
+        shifts = [(f, self.shifts[f]) for f in files if self.shifts.get(f)]
+        if not shifts:
+            return select_all(table, f"read_parquet([{listed}])")
+        cases = " ".join(f"when {quoted(f)} then {int(n)}" for f, n in shifts)
+        shift = f'(case "{_PART_FILE}" {cases} else 0 end)'
+        return select_all(table, f"read_parquet([{listed}], filename = '{_PART_FILE}')", shift) \
+            .replace("select * ", f'select * exclude ("{_PART_FILE}") ', 1)
+
     def load(self) -> None:
         from ..warehouse import key_table, release_cache
 
@@ -216,15 +238,14 @@ class Spool:
                 settings.execute(f"set preserve_insertion_order = {not self._in_parallel(table)}")
                 # at most LOAD_FILES parts per INSERT: DuckDB holds something of every file one reads
                 # (thousands of small parts, from many large sources, ran out of memory in one)
-                files = sorted(str(p) for p in (self.folder / table).glob("*.parquet"))
+                files = sorted((self.folder / table).glob("*.parquet"))
                 for i in range(0, len(files), self.LOAD_FILES):
-                    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files[i:i + self.LOAD_FILES])
-                    self.con.execute(f'insert into "{table}" by name '
-                                     f"{select_all(table, f'read_parquet([{listed}])')}")
+                    chunk = files[i:i + self.LOAD_FILES]
+                    self.con.execute(f'insert into "{table}" by name {self._select(table, chunk)}')
                     release_cache(self.con, self.load_memory)  # what this INSERT read is not read again here
                 shutil.rmtree(self.folder / table)
         finally:
-            self.sizes = {}
+            self.sizes, self.shifts = {}, {}
             settings.execute("reset preserve_insertion_order")
             settings.close()
             if self.load_memory:
