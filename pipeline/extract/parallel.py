@@ -399,11 +399,13 @@ def read_part(source: Source, part: Part, run_id: str, redact: bool, scratch: st
 
 
 def _stitched(src: Source, parts: list[Part], begin: tuple[int, int, int, bool], reads: Iterator[PartRead],
-              run_id: str, redact: bool, scratch: str | None) -> Batch:
+              run_id: str, redact: bool, scratch: str | None,
+              read: Callable[..., PartRead] = read_part) -> Batch:
     """One Read of a log read in parts: the parts taken in order while each ends where the next starts
     (``more`` unset) and what rejoining spent in them all stays under the file's budget - then they are what
     reading the file in one go gives, event numbers shifted by the events before them; from the first part
-    that does not (a broken event across a cut, an error), the rest of the file is read here in one go."""
+    that does not (a broken event across a cut, an error), the rest of the file is read in one go, by
+    ``read`` (``read_part`` on a worker)."""
     res = ReadResult(appended=begin[3])
     index, spent, n_rows, sessions, counts = begin[2], (0, 0), 0, set(), {}
     taken: PartRead | None = None
@@ -427,7 +429,7 @@ def _stitched(src: Source, parts: list[Part], begin: tuple[int, int, int, bool],
         start = Part(taken.good_offset, taken.good_line, None) if taken else Part(begin[0], begin[1], None)
         log.debug("%s: read in one go from line %d (%s)", src.path, start.line, got.error or (
             "rejoining broken events spent the file's budget" if joins else "an event may run past a cut"))
-        got = read_part(src, start, run_id, redact, scratch, index, spent)
+        got = read(src, start, run_id, redact, scratch, index, spent)
         res.parts += got.parts
         res.rejects += got.rejects
         index, taken = index + got.n_events, got
@@ -467,8 +469,9 @@ def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: 
                 for part in found:
                     parts.append(part)
                     futures.append(pool.submit(read_part, src, part, run_id, redact, scratch))
-                pending.append((futures, lambda got, src=src, parts=parts, begin=begin:
-                                _stitched(src, parts, begin, got, run_id, redact, scratch)))
+                pending.append((futures, lambda got, src=src, parts=parts, begin=begin: _stitched(
+                    src, parts, begin, got, run_id, redact, scratch,
+                    lambda *args: pool.submit(read_part, *args).result())))
             else:
                 futures = [pool.submit(read_batch, task, run_id, redact, scratch, True)]
                 pending.append((futures, lambda got: next(got)))
