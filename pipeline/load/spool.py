@@ -37,13 +37,16 @@ CANONICAL_JSON = {"stg_events": ("arguments", "extra"), "stg_tool_requests": ("a
 _PART_FILE = "_spool_part_file"  # the column naming each row's part, where event indexes are shifted
 
 
-def select_all(table: str, relation: str, shift: str = "") -> str:
-    """``select *`` from ``relation`` for an insert into ``table``, its JSON columns made canonical, and
-    ``shift`` (SQL) added to its event indexes (the rows of a part of a log read beside its other parts)."""
+def select_all(table: str, relation: str, shift: str = "", exclude: str = "") -> str:
+    """``select *`` from ``relation`` for an insert into ``table``, its JSON columns made canonical, ``shift``
+    (SQL) added to its event indexes (the rows of a part of a log read beside its other parts), and without
+    the column ``exclude``."""
     replace = [f'json("{c}")::varchar as "{c}"' for c in CANONICAL_JSON.get(table, ())]
     if shift:
         replace.append(f'"event_index" + {shift} as "event_index"')
-    return f"select * replace ({', '.join(replace)}) from {relation}" if replace else f"select * from {relation}"
+    dropped = f' exclude ("{exclude}")' if exclude else ""
+    replaced = f" replace ({', '.join(replace)})" if replace else ""
+    return f"select *{dropped}{replaced} from {relation}"
 
 
 def run_folder(warehouse: str | Path) -> Path:
@@ -214,8 +217,7 @@ class Spool:
             return select_all(table, f"read_parquet([{listed}])")
         cases = " ".join(f"when {quoted(f)} then {int(n)}" for f, n in shifts)
         shift = f'(case "{_PART_FILE}" {cases} else 0 end)'
-        return select_all(table, f"read_parquet([{listed}], filename = '{_PART_FILE}')", shift) \
-            .replace("select * ", f'select * exclude ("{_PART_FILE}") ', 1)
+        return select_all(table, f"read_parquet([{listed}], filename = '{_PART_FILE}')", shift, _PART_FILE)
 
     def load(self) -> None:
         from ..warehouse import key_table, release_cache
