@@ -177,8 +177,6 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
             pages, specs = build_pages(data, with_sessions=False)  # the session pages: by the workers
             charts_drawn = charts.start(specs, wiki_dir, workers.pool)
             sessions_written = workers.sessions(wiki_dir, site_dir, force, todo)
-            step("parquet")
-            parquet = exported()
             step("wiki and charts")
             svgs = charts_drawn()
             wiki_sessions, site_sessions = sessions_written()
@@ -190,6 +188,10 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
                               done=site_sessions, force=force)
             for (tree, tree_names), result in zip(trees, (wiki, site), strict=True):
                 _record(tree, result, digests, tree_names)
+            # last: with workers, the export runs beside all of the above (1 GB `events`, one session changed:
+            # the wiki and the site waited ~2.8 s for it)
+            step("parquet")
+            parquet = exported()
     finally:
         con.close()
     if kept:
