@@ -430,8 +430,9 @@ def _stitched(src: Source, parts: list[Part], begin: tuple[int, int, int, bool],
                 with suppress(OSError):
                     os.unlink(path)
         start = Part(taken.good_offset, taken.good_line, None) if taken else Part(begin[0], begin[1], None)
-        log.debug("%s: read in one go from line %d (%s)", src.path, start.line, got.error or (
-            "rejoining broken events spent the file's budget" if joins else "an event may run past a cut"))
+        why = got.error or ("rejoining broken events spent the file's budget" if joins else
+                            "an event may run past a cut")
+        log.debug("%s", Redactor(enabled=redact)(f"{src.path}: read in one go from line {start.line} ({why})"))
         got = read(src, start, run_id, redact, scratch, index, spent)
         res.parts += got.parts
         res.rejects += got.rejects
