@@ -315,13 +315,12 @@ class Part:
 
 @dataclass
 class PartRead:
-    """What reading one part gave: its rows as Parquet parts (their event indexes count from ``first``), its
-    rejects, its events, where it stopped, and what rejoining broken events spent in it."""
+    """What reading one part gave: its rows as Parquet parts, its rejects, its events, where it stopped, and
+    what rejoining broken events spent in it."""
 
     parts: list[tuple[str, str, int, int]]
     rejects: list[dict]
     n_events: int
-    first: int
     good_offset: int
     good_line: int
     pending_tail: bool
@@ -393,10 +392,10 @@ def read_part(source: Source, part: Part, run_id: str, redact: bool, scratch: st
         spill(res, 0, force=True)
     except Exception as exc:  # noqa: BLE001 - the file is read in one go from this part on (and says what)
         spill.discard()
-        return PartRead([], [], 0, first, part.start, part.line, False, True, (0, 0), 0, set(),
+        return PartRead([], [], 0, part.start, part.line, False, True, (0, 0), 0, set(),
                         dict(redactor.counts), _failure(exc))
     _redact_rows(res, ctx, redact)
-    return PartRead(res.parts, res.rejects, res.n_records - first, first, state.good_offset, state.good_line,
+    return PartRead(res.parts, res.rejects, res.n_records - first, state.good_offset, state.good_line,
                     state.pending_tail, state.more, (JOIN_BUDGET - budget.bytes, JOIN_PARSES - budget.parses),
                     spill.n_rows, spill.sessions, dict(redactor.counts))
 
@@ -412,44 +411,41 @@ def _stitched(src: Source, parts: list[Part], begin: tuple[int, int, int, bool],
     res = ReadResult(appended=begin[3])
     index, spent, n_rows, sessions, counts = begin[2], (0, 0), 0, set(), {}
     taken: PartRead | None = None
+
+    def take(got: PartRead, shift: int) -> None:
+        nonlocal index, n_rows, sessions, counts, taken
+        res.parts += [(t, p, n, shift) for t, p, n, _ in got.parts]
+        res.rejects += got.rejects
+        index, n_rows, sessions, taken = index + got.n_events, n_rows + got.n_rows, sessions | got.sessions, got
+        counts = {key: counts.get(key, 0) + got.redactions.get(key, 0) for key in {*counts, *got.redactions}}
+
     for part, got in zip(parts, reads, strict=True):
         total = (spent[0] + got.spent[0], spent[1] + got.spent[1])
         joins = taken is None or (not taken.more and taken.good_offset == part.start and taken.good_line == part.line)
         if got.error is None and joins and total[0] < JOIN_BUDGET and total[1] < JOIN_PARSES:
-            res.parts += [(t, p, n, index) for t, p, n, _ in got.parts]
-            res.rejects += got.rejects
-            index, spent, taken = index + got.n_events, total, got
-            n_rows, sessions = n_rows + got.n_rows, sessions | got.sessions
-            counts = {key: counts.get(key, 0) + got.redactions.get(key, 0) for key in {*counts, *got.redactions}}
+            take(got, index)
+            spent = total
             continue
-        for _t, path, _n, _s in got.parts:  # this part and every one after it: read again below
-            with suppress(OSError):
-                os.unlink(path)
-        for rest in reads:
-            for _t, path, _n, _s in rest.parts:
+        for later in (got, *reads):  # this part and every one after it: read again below
+            for _t, path, _n, _s in later.parts:
                 with suppress(OSError):
                     os.unlink(path)
         start = Part(taken.good_offset, taken.good_line, None) if taken else Part(begin[0], begin[1], None)
         why = got.error or ("rejoining broken events spent the file's budget" if joins else
                             "an event may run past a cut")
         log.debug("%s", Redactor(enabled=redact)(f"{src.path}: read in one go from line {start.line} ({why})"))
-        got = read(src, start, run_id, redact, scratch, index, spent)
-        res.parts += got.parts
-        res.rejects += got.rejects
-        index, taken = index + got.n_events, got
-        n_rows, sessions = n_rows + got.n_rows, sessions | got.sessions
-        counts = {key: counts.get(key, 0) + got.redactions.get(key, 0) for key in {*counts, *got.redactions}}
-        if got.error is not None:  # as when the file is read in one go: its rows go, it is one reject
+        rest = read(src, start, run_id, redact, scratch, index, spent)
+        take(rest, 0)  # its events numbered from ``index`` already
+        if rest.error is not None:  # as when the file is read in one go: its rows go, it is one reject
             for _t, path, _n, _s in res.parts:
                 with suppress(OSError):
                     os.unlink(path)
-            return Batch([Read(src, None, 0, set(), got.error, counts)], {})
+            return Batch([Read(src, None, 0, set(), rest.error, counts)], {})
         break
     res.last_good_offset, res.good_line, res.pending_tail = taken.good_offset, taken.good_line, taken.pending_tail
     res.n_records = index
-    read = Read(src, res, n_rows, sessions, None, counts, tail_digest(src.path, res.last_good_offset),
-                prefix_digest(src.path, res.last_good_offset), head_digest(src.path))
-    return Batch([read], {})
+    return Batch([Read(src, res, n_rows, sessions, None, counts, tail_digest(src.path, res.last_good_offset),
+                       prefix_digest(src.path, res.last_good_offset), head_digest(src.path))], {})
 
 
 def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: bool,
