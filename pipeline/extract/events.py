@@ -318,21 +318,15 @@ def _error(exc: BaseException) -> str:
 
 
 def tail_digest(path: str, offset: int) -> str:
-    """Digest of the 4 KiB that end at ``offset``: with ``head_digest``, the content check of a log whose
-    size and mtime did not change."""
+    """Digest of the 4 KiB that end at ``offset``: with the head digest (``head_and_tail_digests``), the content
+    check of a log whose size and mtime did not change."""
     with open(path, "rb") as fh:
         fh.seek(max(0, offset - 4096))
         return hashlib.md5(fh.read(min(offset, 4096))).hexdigest()
 
 
-def head_digest(path: str) -> str:
-    """Digest of a file's first 4 KiB."""
-    with open(path, "rb") as fh:
-        return hashlib.md5(fh.read(4096)).hexdigest()
-
-
 def head_and_tail_digests(path: str, offset: int) -> tuple[str, str]:
-    """``head_digest`` and ``tail_digest`` of a file, from one open."""
+    """Digests of a file's first 4 KiB and of its ``tail_digest`` at ``offset``, from one open."""
     with open(path, "rb") as fh:
         head = hashlib.md5(fh.read(4096)).hexdigest()
         fh.seek(max(0, offset - 4096))

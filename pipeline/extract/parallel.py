@@ -25,7 +25,7 @@ from ..redact import Redactor, stored_path
 from ..schema import INT32, INT64, TABLES, to_arrow
 from ..sources import APPEND_KINDS
 from .base import READERS, Context, Prior, ReadResult, Source, max_text_chars
-from .events import head_digest, prefix_digest, read_span, resume_point, tail_digest
+from .events import head_and_tail_digests, prefix_digest, read_span, resume_point
 from .jsonl import JOIN_BUDGET, JOIN_PARSES, Budget
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class Read:
     sessions: set[str]
     error: str | None
     redactions: dict[str, int]
-    tail: str | None = None  # digests of an append-only log: see events.tail_digest, prefix_digest, head_digest
+    tail: str | None = None  # digests of an append-only log: see _digests
     prefix: str | None = None
     head: str | None = None
 
@@ -151,8 +151,7 @@ def _read_one(source: Source, prior: Prior | None, run_id: str, redact: bool,
     rows = {} if res.skipped_reason else res.rows
     res.rows = {}
     sessions = spill.sessions | {r["session_id"] for rs in rows.values() for r in rs if r.get("session_id")}
-    digests = (tail_digest(source.path, res.last_good_offset), prefix_digest(source.path, res.last_good_offset),
-               head_digest(source.path)) if source.kind in APPEND_KINDS else (None, None, None)
+    digests = _digests(source.path, res.last_good_offset) if source.kind in APPEND_KINDS else (None, None, None)
     n_rows = spill.n_rows + sum(len(rs) for rs in rows.values())
     return Read(source, res, n_rows, sessions, None, dict(redactor.counts), *digests), rows
 
@@ -163,6 +162,13 @@ def _failure(exc: Exception) -> str:
     if isinstance(exc, OSError):
         return f"could not be read: {exc.strerror or exc}"
     return f"could not be read: {type(exc).__name__}: {exc}"
+
+
+def _digests(path: str, offset: int) -> tuple[str, str, str]:
+    """An append-only log's digests as ``Read`` holds them - of the 4 KiB before ``offset`` (where reading
+    stopped), of everything before it, of its first 4 KiB (``events.head_and_tail_digests``, ``prefix_digest``)."""
+    head, tail = head_and_tail_digests(path, offset)
+    return tail, prefix_digest(path, offset), head
 
 
 # Tables whose every text the readers redact themselves, with the line screen (see events.event_rows):
@@ -444,8 +450,7 @@ def _stitched(src: Source, parts: list[Part], begin: tuple[int, int, int, bool],
         break
     res.last_good_offset, res.good_line, res.pending_tail = taken.good_offset, taken.good_line, taken.pending_tail
     res.n_records = index
-    return Batch([Read(src, res, n_rows, sessions, None, counts, tail_digest(src.path, res.last_good_offset),
-                       prefix_digest(src.path, res.last_good_offset), head_digest(src.path))], {})
+    return Batch([Read(src, res, n_rows, sessions, None, counts, *_digests(src.path, res.last_good_offset))], {})
 
 
 def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: bool,
