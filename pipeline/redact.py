@@ -128,7 +128,9 @@ _NOT_CREDENTIAL = frozenset({"cancellation", "cancel", "next", "page", "continua
                              "is", "has", "use", "show", "hide", "remember", "forgot", "new", "confirm"})
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$")
-_ANCHORS = ("pass", "pwd", "secret", "token", "key", "auth", "credential", "creds", "cookie", "sig", "pin")
+# where a secret name may be: every secret word, and the first word of the pairs whose second is no secret word
+_ANCHORS = ("pass", "pwd", "secret", "token", "key", "auth", "credential", "creds", "cookie", "sig", "pin",
+            "connection")
 
 
 def secret_name(name: str) -> bool:
@@ -416,10 +418,20 @@ class Redactor:
 # token kinds it screens for; () = the named values; None = every rule).
 _ESC_WS = r"(?:[ \t\r\n]|\\+[tnr])*"
 _ESC_Q = r"(?:\\*[\"'`\]])?"
-_SECRET_RUN = r"(?i:pass|pwd|secret|token|key|auth|credential|creds|cookie|sig|pin)"
+_SECRET_RUN = r"(?i:pass|pwd|secret|token|key|auth|credential|creds|cookie|sig|pin|connection[_.-]?string)"
 _RUN = r"[!#$%*+\-./0-9:<=>?@A-Z\[\]^_`a-z{|}~)]"  # what a secret's characters may be, but `(` and quotes
-# a value of six such characters or more, ending where it surely ends; or one reaching what could hide anything
-_VALUE_RUN = "(?:" + _RUN + r"*(?:[^ -~\t\r\n]|\\)|" + _RUN * 6 + _RUN + r"*(?:[ \t\r\n\"'`,;&]|$))"
+# an unquoted value (secret_value: at least six characters once `)]}` are stripped off its end, not all digits) of
+# run characters ending where it surely ends, or one reaching what could hide anything. Its last kept character
+# is a letter or sign (N_OPEN), or a digit with a letter or sign (N) before it, at any place: both regardless of
+# how many characters the value holds, five before or more. Neither a JSON number (`"inputTokens":266662`) nor a
+# count with a brace after it (`"responseTokenLimit":68000}`) flags its line
+_N = r"[!#$%*+\-./:<=>?@A-Z\[\]^_`a-z{|}~)]"  # _RUN but the digits
+_N_OPEN = r"[!#$%*+\-./:<=>?@A-Z\[^_`a-z{|~]"  # ... and but the closers
+_KEPT = ("(?:" + _RUN * 5 + _RUN + "*" + _N_OPEN + "|(?:" + "|".join(
+    _RUN * i + _N + _RUN * (4 - i) for i in range(4)) + "|" + _RUN * 4 + _RUN + "*" + _N + ")" + _RUN + "*[0-9])")
+_VALUE_RUN = "(?:" + _RUN + r"*(?:[^ -~\t\r\n]|\\)|" + _KEPT + _RUN + r"*(?:[ \t\r\n\"'`,;&<>]|$))"
+# a quoted value: six characters before its closing quote, or reaching an escape (which could hide a quote)
+_QUOTED_VALUE = r"\\*[\"'`](?:[^\"'`\r\n\\]{6}|[^\"'`\r\n\\]*\\)"
 _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY", ("private_key",)),
     (r"gh[pousr]_[A-Za-z0-9]{36}", ("github_token",)),
@@ -462,13 +474,20 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"[?&]sig=", ("azure_sas",)),
     (r"(?:-u|--user|--http-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]+:[^\s\"'@]{4}", ("cli_credentials",)),
     # named values: a secret word in a name, then (a closing quote and) a separator or, for an option, the
-    # next argument, then a value that could be a secret: a run of characters that are no code's (no
-    # `(`: `auth = refresh(session)` does not flag its line) ending where the value surely ends, or
-    # reaching a backslash (an escape) or a character outside printable ASCII, which could hide anything.
+    # next argument, then a value that could be a secret: a quoted one (_QUOTED_VALUE: spaces and brackets
+    # and all), or a run of characters that are no code's (no `(`: `auth = refresh(session)` does not flag
+    # its line) ending where the value surely ends, or reaching a backslash (an escape) or a character
+    # outside printable ASCII, which could hide anything.
     # Repetitions are unbounded (`*`), not counted: a counted one is copied into RE2's program that many
     # times, and one of 120 ran its DFA out of memory
-    (_SECRET_RUN + r"[\w.$-]*" + _ESC_Q + _ESC_WS + r"(?:[:=]|:=|=>)" + _ESC_WS + r"(?:\\*[\"'`])?" + _VALUE_RUN, ()),
-    (r"-[\w-]*" + _SECRET_RUN + r"[\w-]*" + _ESC_Q + r"(?:[ \t]+|[ \t]*,[ \t]*\\*[\"'])" + _VALUE_RUN, ()),
+    (_SECRET_RUN + r"[\w.$-]*" + _ESC_Q + _ESC_WS + r"(?:[:=]|:=|=>)" + _ESC_WS
+     + r"(?:(?:\\*[\"'`])?" + _VALUE_RUN + "|" + _QUOTED_VALUE + ")", ()),
+    # an option starts a name (what is before it is no name's character; in a JSON line, an escape may be)
+    (r"(?:^|[^\w.$-]|\\[bfnrt]|\\u[0-9a-fA-F]{4})-[\w-]*" + _SECRET_RUN + r"[\w-]*" + _ESC_Q
+     + r"(?:[ \t]+|[ \t]*,[ \t]*)"
+     + r"(?:(?:\\*[\"'])?" + _VALUE_RUN + "|" + _QUOTED_VALUE + ")", ()),
+    # a shell default after a secret name (`${DB_PASSWORD:-...}`): the default is a literal, whatever it holds
+    (r"\$\{[\w.$-]*" + _SECRET_RUN + r"[\w.$-]*:?[-=][^}\s]{6}", ()),
     # a JSON key holding a secret word (Redactor.structure judges the whole key) with a string value, and a
     # JSON list item that starts with `-` and holds one
     (_SECRET_RUN + r'(?:[^"\\\n]|\\.)*"' + _ESC_WS + r":" + _ESC_WS + r'"(?:[^"\n]|\\.)', ()),
