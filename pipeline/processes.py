@@ -24,7 +24,9 @@ def worker_init(parent: int | None = None) -> None:
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        keep_freed_memory(libc)
     except (OSError, AttributeError):
         pass
     parent = parent or os.getppid()
@@ -38,6 +40,24 @@ def worker_init(parent: int | None = None) -> None:
             time.sleep(1)
 
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+# glibc's malloc hands a block of 32 MB or more to its own mmap, and gives it back to the system when freed: each
+# 32 MB window of a log and each large text a worker reads came as fresh pages, faulted in and zeroed by the
+# kernel, and went back when freed. Blocks up to MMAP_BELOW come from the heap instead, and up to TRIM_ABOVE of
+# what the heap frees at its top stays with the process for the next window (the heap still shrinks past that)
+MMAP_BELOW = 64 << 20
+TRIM_ABOVE = 128 << 20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
+
+
+def keep_freed_memory(libc: object) -> None:
+    """Have glibc's malloc in this process keep large blocks on its heap (``MMAP_BELOW``, ``TRIM_ABOVE``);
+    nothing where the C library is not glibc."""
+    mallopt = getattr(libc, "mallopt", None)
+    if mallopt is not None and getattr(libc, "gnu_get_libc_version", None) is not None:
+        mallopt(_M_MMAP_THRESHOLD, MMAP_BELOW)
+        mallopt(_M_TRIM_THRESHOLD, TRIM_ABOVE)
 
 
 def pool(workers: int, mp_context: object = None, initializer: Callable[..., None] = worker_init,

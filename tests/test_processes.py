@@ -2,6 +2,7 @@
 
 import multiprocessing
 import os
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
@@ -61,3 +62,32 @@ def test_a_worker_started_after_its_parent_died_exits_at_once():
     proc = subprocess.run([sys.executable, "-c", code.format(os.getpid(), 0.1)], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == "alive\n", proc
+
+
+def _faults_of_a_second_large_block() -> int:
+    """Minor page faults of allocating 48 MB again after freeing 48 MB (a log window, a large text)."""
+    import resource
+
+    block = bytearray(48 << 20)
+    del block
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    again = bytearray(48 << 20)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    del again
+    return faults
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc on Linux")
+def test_a_worker_reuses_its_freed_large_blocks_instead_of_faulting_in_fresh_pages():
+    """A worker's 32 MB windows came from mmap and went back when freed: every window was faulted in and zeroed
+    by the kernel again (reading 205 MB of logs: 117,500 minor faults, 0.7 s of system time; kept: 65,800,
+    0.4 s). A pool's worker keeps them; a bare process does not."""
+    from pipeline.processes import pool
+
+    spawn = multiprocessing.get_context("spawn")
+    with pool(1, spawn) as workers:
+        tuned = workers.submit(_faults_of_a_second_large_block).result()
+    with ProcessPoolExecutor(1, mp_context=spawn) as bare:
+        untuned = bare.submit(_faults_of_a_second_large_block).result()
+    assert untuned > 10_000  # 48 MB of fresh 4 KiB pages
+    assert tuned < 1_000
