@@ -204,13 +204,17 @@ _RELATIVE_FILE = re.compile(r"^[\w.-]+(?:[/\\][\w .-]+)+\.[A-Za-z][A-Za-z0-9]{0,
 _SECRETISH_LITERAL = re.compile(r"""(?P<q>['"`])(?P<v>(?=[^'"`\s]*\d)(?=[^'"`\s]*[A-Za-z])[^'"`\s]{8,512})(?P=q)""")
 
 
+# a quoted value that is never closed: it runs to the end of its line (a value cut short, a YAML line read
+# without its quoting undone): the rest of the line is the value, rather than none of it
+_UNCLOSED = r"|(?P<uq>\\*[\"'`])(?P<uv>[^\"'`\r\n]{1,1024})(?=[\r\n]|$)"
 # after a name: a closing quote or bracket, a separator (`=`, `:`, `=>`, `:=`), an opening quote, the value
 _AFTER = re.compile(r"(?P<close>\\*[\"'`]|\])?[ \t]{0,3}(?P<sep>:=|=>|=|:)[ \t]{0,3}"
                     r"(?:(?P<q>\\*[\"'`])(?P<qv>[^\"'`\r\n\\]{1,1024}(?:\\.[^\"'`\r\n\\]{0,1024}){0,16})(?P=q)"
-                    r"|(?P<v>[^\s\"'`,;&<>]{1,1024}))")
+                    + _UNCLOSED + r"|(?P<v>[^\s\"'`,;&<>]{1,1024}))")
 # after an option: its value as the next argument (`--password hunter2`, `["--api-key", "..."]`)
 _FLAG_VALUE = re.compile(r"(?P<close>\\*[\"'])?(?:[ \t]+|[ \t]*,[ \t]*(?=\\*[\"']))"
-                         r"(?:(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)|(?P<v>[^\s\"'`,;&<>|]{1,1024}))")
+                         r"(?:(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)" + _UNCLOSED
+                         + r"|(?P<v>[^\s\"'`,;&<>|]{1,1024}))")
 # what may start a line before a name that is set on it: indentation, a line number, a list or diff mark,
 # `export` / `set` / `ENV`
 _LINE_HEAD = re.compile(r"[ \t]*(?:\d+\.[ \t]+)?(?:[-+>*][ \t]*)?(?:export[ \t]+|setx?[ \t]+|ENV[ \t]+)?")
@@ -252,9 +256,12 @@ def _named_values(text: str, low: str, hits: list) -> None:
                 m = _AFTER.match(text, end)
             if m is None:
                 continue
-            quoted = m.group("q") is not None
-            key = m.group("qv") if quoted else m.group("v")
-            vstart, vend = m.span("qv" if quoted else "v")
+            group = "qv" if m.group("q") is not None else "uv" if m.group("uq") is not None else "v"
+            quoted = group != "v"
+            if quoted and m.group("close") is None and _closes_literal(text, start, m, group):
+                continue
+            key = m.group(group)
+            vstart, vend = m.span(group)
             if key.split(" ", 1)[0].lower() in _AUTH_SCHEMES and " " in key:
                 continue  # `Bearer <token>`: the token is the bearer rule's
             literal = flag or _literal_place(text, start, name, m)
@@ -266,6 +273,17 @@ def _named_values(text: str, low: str, hits: list) -> None:
                     if _PICKS.search(text, max(vend, lit.start() - 12), lit.start()) and \
                             secret_value(lit.group("v"), True, True):
                         hits.append((lit.start("v"), -lit.end("v"), "secret_value", *lit.span("v")))
+
+
+# after a quote, code: an operator or a closing bracket (`"Token: " + $token`, `'Token=' } | ForEach-Object`)
+_CODE_AFTER = re.compile(r"\s+[-+*/%)\]}|&.,;?:]")
+
+
+def _closes_literal(text: str, start: int, m: re.Match, group: str) -> bool:
+    """Whether the quote after a name's separator closes the string the name is in rather than opening its
+    value: the name follows that same quote (`"X-Api-Token: " + token`), or code follows it."""
+    quote = m.group("q" if group == "qv" else "uq")[-1]
+    return text[start - 1:start] == quote or _CODE_AFTER.match(m.group(group)) is not None
 
 
 def _literal_place(text: str, start: int, name: str, m: re.Match) -> bool:

@@ -40,6 +40,21 @@ def test_malformed_workspace_yaml_is_rejected_and_salvaged(tmp_path):
     assert (row["cwd"], row["branch"], row["title"]) == ("/work", "main", None)
 
 
+def test_a_salvaged_quoted_value_has_its_quoting_undone_and_its_secret_redacted(tmp_path):
+    """A file YAML cannot parse is read line by line: a quoted value keeps none of its escapes (its quotes
+    stripped alone left `key=\\"...\\`, whose secret the rules could not see as a quoted value)."""
+    p = tmp_path / "workspace.yaml"
+    p.write_text('cwd: "/work/api ConnectionString=\\"Data Source=db;Password=Xk2v9Pq7\\""\n'
+                 "name: 'it''s'\nsummary: |-\n bad: [\n  oops\nbranch: \"main\n")
+    res = read_workspace_yaml(Source(str(p), "workspace_yaml", "s"), ctx(), None)
+    assert "not valid YAML" in res.rejects[0]["reason"]
+    row = res.rows["stg_session_meta"][0]
+    assert row["cwd"] == '/work/api ConnectionString="Data Source=db;Password=Xk2v9Pq7"'
+    assert (row["title"], row["branch"]) == ("it's", "main")  # a quote never closed: stripped, as before
+    redacted = Redactor()(row["cwd"])
+    assert "Xk2v9Pq7" not in redacted and "[REDACTED:secret_value]" in redacted
+
+
 def test_markdown_in_a_quoted_name_is_no_alias_and_real_anchors_are_refused(tmp_path):
     # the CLI writes the whole first prompt as the name: `**ACS**` is bold text, `\r\n` escapes a line break
     p = tmp_path / "a.yaml"

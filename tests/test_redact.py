@@ -204,6 +204,21 @@ def test_the_line_screen_lets_counts_and_hyphenated_words_through(line):
     assert _rules_unscreened(line.decode()) == line.decode()
 
 
+@pytest.mark.parametrize("text,kept", [
+    ('password = "Zq9 mk2 Lw8x', 'password = "[REDACTED:secret_value]'),  # a text cut inside the value
+    ('x --api-key "Zq9mk2Lw8x\nnext line', 'x --api-key "[REDACTED:secret_value]\nnext line'),
+    ('DB_PASSWORD=\\"Zq9mk2Lw8x\\', 'DB_PASSWORD=\\"[REDACTED:secret_value]'),  # escapes left in
+    ('if token == "', 'if token == "'),  # nothing after the quote
+    ('msg = "the token is invalid, please', 'msg = "the token is invalid, please'),  # no secret name
+    # the quote closes the string the name is in: code follows (real samples, PowerShell)
+    ('-H ("X-Ignition-API-Token: " + $token) $url', '-H ("X-Ignition-API-Token: " + $token) $url'),
+    ("{ $_ -match '^export X-Api-Token=' } | ForEach-Object { if($_ -match '\"(.*)\"')",
+     "{ $_ -match '^export X-Api-Token=' } | ForEach-Object { if($_ -match '\"(.*)\"')"),
+])
+def test_a_quoted_value_never_closed_is_redacted_to_the_end_of_its_line(text, kept):
+    assert Redactor()(text) == kept
+
+
 def test_a_key_naming_a_connection_string_has_its_value_redacted():
     import orjson
 

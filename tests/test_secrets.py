@@ -56,6 +56,12 @@ class Planter:
             lambda: f"\nSECRET_KEY_BASE={h[:40]}\n",
             lambda: f"mysql --password {h[:20]}Qz",
             lambda: f"Server=db;Password={h[:24]}x;",
+            # quoted values whose first word is short, an option's quoted value, a shell default, a key naming
+            # a connection string: shapes the rules know and the line screen once let through
+            lambda: f'password = "ok {h[:24]} x"',
+            lambda: f"deploy --api-key 'ab {h[:20]}'",
+            lambda: f"${{DB_PASSWORD:-'{h[:20]}'}}",
+            lambda: f'ConnectionString="Data Source=db;Initial Catalog={h[:20]}"',
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 

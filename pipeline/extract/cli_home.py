@@ -174,8 +174,21 @@ def _salvage_yaml(text: str) -> dict:
         m = _YAML_LINE.match(line)
         # plain scalars only: block scalars and flow collections are what failed to parse
         if m and m.group("v").strip() and not m.group("v").strip().startswith(("|", ">", "[", "{")):
-            out[m.group("k")] = m.group("v").strip().strip("'\"")
+            out[m.group("k")] = _scalar(m.group("v").strip())
     return out
+
+
+def _scalar(value: str) -> str:
+    """A salvaged line's value as YAML reads it: a quoted one with its quotes and escapes undone
+    (``"a \\"b\\""`` is ``a "b"``), when it parses alone; else without the quotes around it."""
+    if value[:1] in ("'", '"'):
+        try:
+            parsed = yaml.load(value, Loader=_YAML_LOADER)
+        except (yaml.YAMLError, RecursionError, ValueError):
+            parsed = None
+        if isinstance(parsed, str):
+            return parsed
+    return value.strip("'\"")
 
 
 def _s(v: object) -> str | None:
