@@ -217,7 +217,7 @@ _FLAG_VALUE = re.compile(r"(?P<close>\\*[\"'])?(?:[ \t]+|[ \t]*,[ \t]*(?=\\*[\"'
                          + r"|(?P<v>[^\s\"'`,;&<>|]{1,1024}))")
 # what may start a line before a name that is set on it: indentation, a line number, a list or diff mark,
 # `export` / `set` / `ENV`
-_LINE_HEAD = re.compile(r"[ \t]*(?:\d+\.[ \t]+)?(?:[-+>*][ \t]*)?(?:export[ \t]+|setx?[ \t]+|ENV[ \t]+)?")
+_LINE_HEAD = re.compile(r"(?:[ \t]|\\+t)*(?:\d+\.[ \t]+)?(?:[-+>*][ \t]*)?(?:export[ \t]+|setx?[ \t]+|ENV[ \t]+)?")
 _SHELL_DEFAULT = re.compile(r":?[-=](?P<v>[^}\s]{1,256})\}")
 # user:password@ in a URI (also percent-encoded, as VS Code writes remote authorities)
 _URI_CREDENTIALS = re.compile(r"(?i)://[^\s:/@'\"<>]{0,128}?(?P<sep>:|%3a)(?P<v>[^\s@/:'\"<>]{1,256}?)(?:@|%40)")
@@ -234,6 +234,8 @@ def _named_values(text: str, low: str, hits: list) -> None:
             start = pos
             while start and text[start - 1] in _NAME_CHARS:
                 start -= 1
+            if start < pos and text[start - 1:start] == "\\" and text[start] in "nrtbf":
+                start += 1  # an escape written out (code, JSON, a repr): `\npassword:` is a line break, then a name
             end = pos + len(anchor)
             while end < len(text) and text[end] in _NAME_CHARS and text[end] not in "$":
                 end += 1
@@ -262,9 +264,12 @@ def _named_values(text: str, low: str, hits: list) -> None:
                 continue
             key = m.group(group)
             vstart, vend = m.span(group)
+            trail = _TRAILING_ESCAPES.search(key) if group == "v" else None
+            if trail:  # escapes written out end the value (`=s3cret\n`, `=s3cret\"}`): they stay, a quote stays escaped
+                key, vend = key[:trail.start()], vend - len(trail.group())
             if key.split(" ", 1)[0].lower() in _AUTH_SCHEMES and " " in key:
                 continue  # `Bearer <token>`: the token is the bearer rule's
-            literal = flag or _literal_place(text, start, name, m)
+            literal = flag or _literal_place(text, start, name, m, vend)
             if secret_value(key, quoted, literal):
                 hits.append((vstart, -vend, "secret_value", vstart, vend))
             elif not literal:  # code: a literal the statement falls back on (`config.key || 'abc123...'`, a ternary)
@@ -275,6 +280,7 @@ def _named_values(text: str, low: str, hits: list) -> None:
                         hits.append((lit.start("v"), -lit.end("v"), "secret_value", *lit.span("v")))
 
 
+_TRAILING_ESCAPES = re.compile(r"(?:\\+[nrtbf]?)+$")
 # after a quote, code: an operator or a closing bracket (`"Token: " + $token`, `'Token=' } | ForEach-Object`)
 _CODE_AFTER = re.compile(r"\s+[-+*/%)\]}|&.,;?:]")
 
@@ -282,11 +288,13 @@ _CODE_AFTER = re.compile(r"\s+[-+*/%)\]}|&.,;?:]")
 def _closes_literal(text: str, start: int, m: re.Match, group: str) -> bool:
     """Whether the quote after a name's separator closes the string the name is in rather than opening its
     value: the name follows that same quote (`"X-Api-Token: " + token`), or code follows it."""
-    quote = m.group("q" if group == "qv" else "uq")[-1]
-    return text[start - 1:start] == quote or _CODE_AFTER.match(m.group(group)) is not None
+    quote = m.group("q" if group == "qv" else "uq")  # as written: `"`, or `\\"` inside a JSON string
+    at = start - len(quote)
+    same = at >= 0 and text[at:start] == quote and text[at - 1:at] != "\\"  # the same quote, escaped alike
+    return same or _CODE_AFTER.match(m.group(group)) is not None
 
 
-def _literal_place(text: str, start: int, name: str, m: re.Match) -> bool:
+def _literal_place(text: str, start: int, name: str, m: re.Match, vend: int) -> bool:
     """Whether the value after ``name`` (at ``start``; ``m``: its separator and value) stands where values
     are literals, not code: a quoted key (JSON, YAML, a dict literal), a URL query, a header
     (``X-API-Key: ...``), or a line that sets it (``.env``, YAML, a shell `export`: a name in capitals, or
@@ -296,18 +304,20 @@ def _literal_place(text: str, start: int, name: str, m: re.Match) -> bool:
     sep = m.group("sep")
     if sep == ":" and "-" in name.strip("-"):
         return True
-    line = text.rfind("\n", 0, start) + 1
+    written = text.rfind("\\n", 0, start)  # a line break written out (`\\n` in code, JSON, a repr)
+    line = max(text.rfind("\n", 0, start) + 1, written + 2 if written != -1 else 0)
     if start - line > 80 or not _LINE_HEAD.fullmatch(text, line, start) or name.startswith("$"):
         return False
     spaced = text[start + len(name):m.start("sep")] != ""
-    return (name.isupper() or not spaced or sep == ":") and _line_end(text, m.end())
+    return (name.isupper() or not spaced or sep == ":") and _line_end(text, vend)
 
 
 def _line_end(text: str, pos: int) -> bool:
-    """Nothing but a comment or white space follows ``pos`` on its line."""
-    nl = text.find("\n", pos)
-    rest = text[pos:nl if nl != -1 else len(text)]
-    return not rest.strip() or rest.lstrip().startswith(("#", "//"))
+    """Nothing but a comment or white space follows ``pos`` on its line (which a line break written out as
+    `\\n` ends too)."""
+    nl = min((i for i in (text.find("\n", pos), text.find("\\n", pos)) if i != -1), default=len(text))
+    rest = text[pos:nl].strip().rstrip("\\")  # `\\\\n`: a line break written out twice (JSON in JSON)
+    return not rest or rest.startswith(("#", "//"))
 
 
 CACHE_MIN_CHARS = 4096

@@ -160,3 +160,24 @@ def test_unknown_event_types_and_fields_are_kept_not_fatal(tmp_path):
                     "from dim_sessions") == [(2, 1, 1, "2026-01-01 00:00:00+00", "2026-01-01 00:00:05+00")]
     assert rows(wh, "select extra from stg_events order by event_index") == [
         ('{"brandNewField":{"x":1}}',), ('{"spin":"up"}',)]
+
+
+def test_a_metadata_rows_extra_has_its_secrets_redacted_and_still_parses(tmp_path):
+    """vscode.metadata.json's other keys go to stg_session_meta.extra as JSON text, redacted as text: a line
+    break in a value is written `\\n` there, so `...\\npassword: <secret>` named `npassword`, no secret (a
+    planted secret reached the warehouse this way), and the JSON must still parse once redacted."""
+    import json
+
+    from pipeline.extract.parallel import read_batch
+
+    folder = tmp_path / "s1"
+    folder.mkdir()
+    meta = folder / "vscode.metadata.json"
+    meta.write_text(json.dumps({"worktreeProperties": {
+        "branchName": "feat/x\npassword: Zq9mk2Lw8xQ\n", "apiToken": "Zq9 mk2 Lw8xQ", "baseBranch": "main"}}))
+    batch = read_batch([(Source(str(meta), "vscode_metadata", "s1"), None)], "r", True)
+    extra = batch.tables["stg_session_meta"].column("extra")[0].as_py()
+    assert "Zq9" not in extra
+    assert json.loads(extra)["worktreeProperties"] == {
+        "apiToken": "[REDACTED:secret_value]", "baseBranch": "main",
+        "branchName": "feat/x\npassword: [REDACTED:secret_value]\n"}

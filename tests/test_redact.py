@@ -219,6 +219,25 @@ def test_a_quoted_value_never_closed_is_redacted_to_the_end_of_its_line(text, ke
     assert Redactor()(text) == kept
 
 
+def test_a_line_break_written_out_starts_a_line_and_escapes_after_a_value_stay():
+    """In code, JSON text and reprs a line break is written `\\n`: `\\npassword: x` named `npassword`, no secret;
+    and an unquoted value ran over the escapes after it - in JSON inside JSON, `=s3cret\\\\n\\"` lost the
+    backslash that escaped its quote, and the inner JSON no longer parsed."""
+    import json
+
+    r = Redactor()
+    assert r("lost \\npassword: Zq9mk2Lw8xQ\\n") == "lost \\npassword: [REDACTED:secret_value]\\n"
+    inner = json.dumps({"command": 'curl -H "X-Api-Token: Zq9mk2Lw8xQ" http://h',
+                        "env": "a\n\tDB_PASSWORD=Zq9mk2Lw8x\n"})
+    for text in (json.dumps({"args": inner}), json.dumps({"args": json.dumps({"args": inner})})):
+        out = r(text)
+        assert "Zq9mk2Lw8x" not in out and out.count("[REDACTED:") == 2
+        doc = json.loads(out)
+        while isinstance(doc.get("args"), str) and doc["args"].startswith("{"):
+            doc = json.loads(doc["args"])  # every level still parses
+        assert doc["env"] == "a\n\tDB_PASSWORD=[REDACTED:secret_value]\n"
+
+
 def test_a_key_naming_a_connection_string_has_its_value_redacted():
     import orjson
 

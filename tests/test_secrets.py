@@ -62,6 +62,15 @@ class Planter:
             lambda: f"deploy --api-key 'ab {h[:20]}'",
             lambda: f"${{DB_PASSWORD:-'{h[:20]}'}}",
             lambda: f'ConnectionString="Data Source=db;Initial Catalog={h[:20]}"',
+            # a YAML or .env line inside a text (in JSON text, its line break is written out as `\\n`), a
+            # quoted value with a comment after it, and the usual places: a header, a JSON text, a URL query
+            lambda: f"\npassword: {h[:20]}Zq\n",
+            lambda: f'token: "{h[:20]}" # comment',
+            lambda: f"Authorization: Bearer {h[:32]}",
+            lambda: '{"apiKey":"' + h[:24] + '"}',
+            lambda: f"api.example.com?access_token={h[:32]}&x=1",
+            lambda: f"$env:API_TOKEN = \"{h[:24]}\"",
+            lambda: f"密码 password={h[:20]}",
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 
