@@ -133,9 +133,25 @@ _ANCHORS = ("pass", "pwd", "secret", "token", "key", "auth", "credential", "cred
             "connection")
 
 
+# ... and a word in capitals that ends with one of these is two words run together, as environment variables
+# are named (`PGPASSWORD`, PostgreSQL's; `AUTHTOKEN`, `NPMTOKEN`), unless what comes before says it is no
+# credential (`NEXTTOKEN`)
+_FUSED = ("password", "passwd", "passphrase", "passcode", "secret", "token", "apikey")
+
+
+def _unfused(word: str) -> list[str]:
+    """A word in capitals that runs a prefix and a secret word together, as the two; any other word as it is."""
+    if len(word) > 1 and word.isupper():
+        low = word.lower()
+        for tail in _FUSED:
+            if low.endswith(tail) and len(low) > len(tail):
+                return [low[:-len(tail)], tail]
+    return [word.lower()]
+
+
 def secret_name(name: str) -> bool:
     """Whether a name (a key, a variable, an option, a header) says its value is a secret."""
-    words = [w.lower() for w in _WORD.findall(name)]
+    words = [w for raw in _WORD.findall(name) for w in _unfused(raw)]
     if not words or words[-1] in _ABOUT_WORDS and not (len(words) > 1 and (words[-2], words[-1]) in _SECRET_PAIRS):
         return False
     for i, w in enumerate(words):
@@ -257,6 +273,9 @@ def _named_values(text: str, low: str, hits: list) -> None:
             if m is None and flag:
                 m = _AFTER.match(text, end)
             if m is None:
+                x = _XML_VALUE.match(text, end) if _XML_NAME.search(text, max(0, start - 12), start) else None
+                if x is not None and secret_value(x.group("qv"), True, True):  # <add key="ApiKey" value="..." />
+                    hits.append((x.start("qv"), -x.end("qv"), "secret_value", *x.span("qv")))
                 continue
             group = "qv" if m.group("q") is not None else "uv" if m.group("uq") is not None else "v"
             quoted = group != "v"
@@ -281,6 +300,9 @@ def _named_values(text: str, low: str, hits: list) -> None:
 
 
 _TRAILING_ESCAPES = re.compile(r"(?:\\+[nrtbf]?)+$")
+# a setting named by one attribute and valued by the next (.NET's appSettings: `<add key="ApiKey" value="..." />`)
+_XML_NAME = re.compile(r"(?i:\bkey|\bname)[ \t]*=[ \t]*\\*[\"']$")
+_XML_VALUE = re.compile(r"\\*[\"'][ \t]+(?i:value)[ \t]*=[ \t]*(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)")
 # after a quote, code: an operator or a closing bracket (`"Token: " + $token`, `'Token=' } | ForEach-Object`)
 _CODE_AFTER = re.compile(r"\s+[-+*/%)\]}|&.,;?:]")
 
@@ -514,6 +536,8 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"(?:^|[^\w.$-]|\\[bfnrt]|\\u[0-9a-fA-F]{4})-[\w-]*" + _SECRET_RUN + r"[\w-]*" + _ESC_Q
      + r"(?:[ \t]+|[ \t]*,[ \t]*)"
      + r"(?:(?:\\*[\"'])?" + _VALUE_RUN + "|" + _QUOTED_VALUE + ")", ()),
+    # a setting named by one attribute and valued by the next (`<add key="ApiKey" value="..." />`)
+    (r"(?i:key|name)[ \t]*=[ \t]*\\*[\"'][^\"'\r\n]*" + _SECRET_RUN + r"[^\"'\r\n]*[\"'][ \t]+(?i:value)[ \t]*=", ()),
     # a shell default after a secret name (`${DB_PASSWORD:-...}`): the default is a literal, whatever it holds
     (r"\$\{[\w.$-]*" + _SECRET_RUN + r"[\w.$-]*:?[-=][^}\s]{6}", ()),
     # a JSON key holding a secret word (Redactor.structure judges the whole key) with a string value, and a

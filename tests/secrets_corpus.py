@@ -142,6 +142,12 @@ def planted(seed: int = 27) -> list[Case]:
         ("url password percent-encoded", lambda v: f"vscode-remote://ssh-remote%2Bana%3A{v}%40build-host/srv"),
         ("url query", lambda v: f"GET https://api.example.com/v1/items?limit=10&access_token={v}"),
         ("shell default", lambda v: f"      - DB_PASSWORD=${{DB_PASSWORD:-{v}}}"),
+        ("env line PGPASSWORD", lambda v: f"export PGHOST=db\nexport PGPASSWORD={v}\n"),
+        ("xml appSettings", lambda v: f'<appSettings>\n  <add key="ApiKey" value="{v}" />\n</appSettings>'),
+        ("quoted words", lambda v: f'password = "my {v} pass"'),
+        ("cli flag quoted", lambda v: f"deploy --api-key 'ab {v}' --prod"),
+        ("quote never closed", lambda v: f'DB_PASSWORD="{v}'),
+        ("line break written out", lambda v: f'print("user: ana\\npassword: {v}\\n")'),
     ]
     for place, make in named:
         for _ in range(5):

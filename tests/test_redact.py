@@ -16,6 +16,8 @@ GH = "ghp_" + "a1B2" * 9
     ("password=hunter2!", "secret_value"),
     ('api_key: "sk_abcdef123456"', "secret_value"),
     ("postgres://app:s3cr3t@db.local:5432/app", "url_password"),
+    ("export PGPASSWORD=hunter2!x", "secret_value"),  # words run together in capitals
+    ('<add key="ApiKey" value="hunter2!x" />', "secret_value"),  # .NET appSettings
 ])
 def test_secrets_are_replaced_by_a_marker_naming_the_kind(text, kind):
     r = Redactor()
@@ -31,7 +33,8 @@ def test_secrets_are_replaced_by_a_marker_naming_the_kind(text, kind):
                                   # C# named arguments and members in real tool output (mitchwindoo's logs)
                                   "f(cancellationToken: cancellationToken);", "cancellationToken: _cts.Token",
                                   "CancellationToken cancellationToken = default)",
-                                  "api_key=options.ApiKey"])
+                                  "api_key=options.ApiKey",
+                                  "NEXTTOKEN=abcdef123456", '<add key="Theme" value="dark-blue-2" />'])
 def test_code_and_placeholders_are_left_alone(text):
     r = Redactor()
     assert r(text) == text and r.total == 0
