@@ -326,6 +326,10 @@ def _literal_place(text: str, start: int, name: str, m: re.Match, vend: int) -> 
     sep = m.group("sep")
     if sep == ":" and "-" in name.strip("-"):
         return True
+    if sep == "=" and m.start("sep") == start + len(name) and (
+            name.isupper() and text[start - 1:start] in ("", " ", "\t") or text[start - 1:start] == "="):
+        return True  # a shell word that sets it (`docker run -e DB_PASSWORD=...`, `PGPASSWORD=... psql`), an
+        # option's value that does (`--from-literal=password=...`)
     written = text.rfind("\\n", 0, start)  # a line break written out (`\\n` in code, JSON, a repr)
     line = max(text.rfind("\n", 0, start) + 1, written + 2 if written != -1 else 0)
     if start - line > 80 or not _LINE_HEAD.fullmatch(text, line, start) or name.startswith("$"):

@@ -148,6 +148,9 @@ def planted(seed: int = 27) -> list[Case]:
         ("cli flag quoted", lambda v: f"deploy --api-key 'ab {v}' --prod"),
         ("quote never closed", lambda v: f'DB_PASSWORD="{v}'),
         ("line break written out", lambda v: f'print("user: ana\\npassword: {v}\\n")'),
+        ("docker env option", lambda v: f"docker run -d -e POSTGRES_PASSWORD={v} -p 5432:5432 postgres:16"),
+        ("command env prefix", lambda v: f"PGPASSWORD={v} psql -h db -U app -c 'select 1'"),
+        ("option setting a name", lambda v: f"kubectl create secret generic db --from-literal=password={v}"),
     ]
     for place, make in named:
         for _ in range(5):

@@ -18,6 +18,8 @@ GH = "ghp_" + "a1B2" * 9
     ("postgres://app:s3cr3t@db.local:5432/app", "url_password"),
     ("export PGPASSWORD=hunter2!x", "secret_value"),  # words run together in capitals
     ('<add key="ApiKey" value="hunter2!x" />', "secret_value"),  # .NET appSettings
+    ("docker run -e POSTGRES_PASSWORD=hunter2x postgres", "secret_value"),  # a shell word that sets it
+    ("kubectl create secret generic db --from-literal=password=hunter2x", "secret_value"),
 ])
 def test_secrets_are_replaced_by_a_marker_naming_the_kind(text, kind):
     r = Redactor()
@@ -34,7 +36,8 @@ def test_secrets_are_replaced_by_a_marker_naming_the_kind(text, kind):
                                   "f(cancellationToken: cancellationToken);", "cancellationToken: _cts.Token",
                                   "CancellationToken cancellationToken = default)",
                                   "api_key=options.ApiKey",
-                                  "NEXTTOKEN=abcdef123456", '<add key="Theme" value="dark-blue-2" />'])
+                                  "NEXTTOKEN=abcdef123456", '<add key="Theme" value="dark-blue-2" />',
+                                  "x = API_KEY=get_key()", "if TOKEN=$TOKEN; then"])
 def test_code_and_placeholders_are_left_alone(text):
     r = Redactor()
     assert r(text) == text and r.total == 0
