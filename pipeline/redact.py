@@ -321,8 +321,9 @@ def _literal_place(text: str, start: int, name: str, m: re.Match, vend: int) -> 
     are literals, not code: a quoted key (JSON, YAML, a dict literal), a URL query, a header
     (``X-API-Key: ...``), or a line that sets it (``.env``, YAML, a shell `export`: a name in capitals, or
     a separator with no space before it) and holds nothing after the value."""
-    if m.group("close") is not None or text[max(0, start - 1):start] in ("?", "&", '"', "'", ";"):
-        return True  # a quoted key, a URL query, a connection string's `;Password=...`
+    if m.group("close") is not None or text[max(0, start - 1):start] in ("?", "&", '"', "'", ";") \
+            or text[max(0, start - 2):start] == "/:":
+        return True  # a quoted key, a URL query, a connection string's `;Password=...`, .npmrc's `//host/:_authToken=`
     sep = m.group("sep")
     if sep == ":" and "-" in name.strip("-"):
         return True

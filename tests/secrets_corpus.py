@@ -151,6 +151,7 @@ def planted(seed: int = 27) -> list[Case]:
         ("docker env option", lambda v: f"docker run -d -e POSTGRES_PASSWORD={v} -p 5432:5432 postgres:16"),
         ("command env prefix", lambda v: f"PGPASSWORD={v} psql -h db -U app -c 'select 1'"),
         ("option setting a name", lambda v: f"kubectl create secret generic db --from-literal=password={v}"),
+        (".npmrc", lambda v: f"registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken={v}\n"),
     ]
     for place, make in named:
         for _ in range(5):

@@ -20,6 +20,7 @@ GH = "ghp_" + "a1B2" * 9
     ('<add key="ApiKey" value="hunter2!x" />', "secret_value"),  # .NET appSettings
     ("docker run -e POSTGRES_PASSWORD=hunter2x postgres", "secret_value"),  # a shell word that sets it
     ("kubectl create secret generic db --from-literal=password=hunter2x", "secret_value"),
+    ("npm config set //registry.npmjs.org/:_authToken=hunter2x", "secret_value"),  # .npmrc
 ])
 def test_secrets_are_replaced_by_a_marker_naming_the_kind(text, kind):
     r = Redactor()
