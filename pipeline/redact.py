@@ -180,7 +180,9 @@ _REFERENCE = re.compile(
 _VERB_NOUN = re.compile(r"^[A-Z][A-Za-z]+-[A-Z][A-Za-z]+$")  # a PowerShell cmdlet: Read-Host, ConvertTo-SecureString
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CJK = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]")
-_RANDOM_RUN = re.compile(r"^(?=(?:[^0-9]*[0-9]){3})(?=(?:[^A-Za-z]*[A-Za-z]){3})[A-Za-z0-9_]{12,}$")
+# a run no one would name a variable: letters and digits mixed, or 16 hex digits or more, six of them digits
+_RANDOM_RUN = re.compile(r"^(?:(?=(?:[^0-9]*[0-9]){3})(?=(?:[^A-Za-z]*[A-Za-z]){3})[A-Za-z0-9_]{12,}"
+                         r"|(?=(?:[^0-9]*[0-9]){6})[0-9a-fA-F]{16,})$")
 _MEMBER = re.compile(r"^[A-Za-z_$]+(?:\.[A-Za-z_$]+)+$")  # names without digits: a secret has some
 
 
@@ -220,11 +222,12 @@ _RELATIVE_FILE = re.compile(r"^[\w.-]+(?:[/\\][\w .-]+)+\.[A-Za-z][A-Za-z0-9]{0,
 _SECRETISH_LITERAL = re.compile(r"""(?P<q>['"`])(?P<v>(?=[^'"`\s]*\d)(?=[^'"`\s]*[A-Za-z])[^'"`\s]{8,512})(?P=q)""")
 
 
-# a quoted value that is never closed: it runs to the end of its line (a value cut short, a YAML line read
-# without its quoting undone): the rest of the line is the value, rather than none of it
-_UNCLOSED = r"|(?P<uq>\\*[\"'`])(?P<uv>[^\"'`\r\n]{1,1024})(?=[\r\n]|$)"
-# after a name: a closing quote or bracket, a separator (`=`, `:`, `=>`, `:=`), an opening quote, the value
-_AFTER = re.compile(r"(?P<close>\\*[\"'`]|\])?[ \t]{0,3}(?P<sep>:=|=>|=|:)[ \t]{0,3}"
+# a quoted value that is never closed: it runs to the end of its line or to another quote (a value cut short, a
+# YAML line read without its quoting undone, the end of the JSON string it is in): that is the value, not nothing
+_UNCLOSED = r"|(?P<uq>\\*[\"'`])(?P<uv>[^\"'`\r\n]{1,1024})(?=[\r\n\"'`]|$)"
+# after a name: a closing quote or bracket, a separator (`=`, `:`, `=>`, `:=`) between spaces or tabs (also written
+# out, `\t`, in JSON text), an opening quote, the value
+_AFTER = re.compile(r"(?P<close>\\*[\"'`]|\])?(?:[ \t]|\\+t){0,3}(?P<sep>:=|=>|=|:)(?:[ \t]|\\+t){0,3}"
                     r"(?:(?P<q>\\*[\"'`])(?P<qv>[^\"'`\r\n\\]{1,1024}(?:\\.[^\"'`\r\n\\]{0,1024}){0,16})(?P=q)"
                     + _UNCLOSED + r"|(?P<v>[^\s\"'`,;&<>]{1,1024}))")
 # after an option: its value as the next argument (`--password hunter2`, `["--api-key", "..."]`)
@@ -273,9 +276,12 @@ def _named_values(text: str, low: str, hits: list) -> None:
             if m is None and flag:
                 m = _AFTER.match(text, end)
             if m is None:
-                x = _XML_VALUE.match(text, end) if _XML_NAME.search(text, max(0, start - 12), start) else None
-                if x is not None and secret_value(x.group("qv"), True, True):  # <add key="ApiKey" value="..." />
-                    hits.append((x.start("qv"), -x.end("qv"), "secret_value", *x.span("qv")))
+                x = _XML_VALUE.match(text, end) if _XML_NAME.search(text, max(0, start - 12), start) else \
+                    _YAML_VALUE.match(text, end) if _YAML_NAME.search(text, max(0, start - 12), start) else None
+                if x is not None:  # <add key="ApiKey" value="..." />; a manifest's `- name: API_TOKEN` `value: ...`
+                    group = "qv" if x.group("qv") is not None else "v"
+                    if secret_value(x.group(group), True, True):
+                        hits.append((x.start(group), -x.end(group), "secret_value", *x.span(group)))
                 continue
             group = "qv" if m.group("q") is not None else "uv" if m.group("uq") is not None else "v"
             quoted = group != "v"
@@ -316,6 +322,11 @@ def _trailing_escapes(value: str) -> int:
 # a setting named by one attribute and valued by the next (.NET's appSettings: `<add key="ApiKey" value="..." />`)
 _XML_NAME = re.compile(r"(?i:\bkey|\bname)[ \t]*=[ \t]*\\*[\"']$")
 _XML_VALUE = re.compile(r"\\*[\"'][ \t]+(?i:value)[ \t]*=[ \t]*(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)")
+# ... and by the next line (a Kubernetes manifest's or a workflow's env list: `- name: API_TOKEN` / `value: ...`;
+# its line break written out too, in JSON text)
+_YAML_NAME = re.compile(r"(?<![\w.$-])name:[ \t]*\\*[\"']?$")
+_YAML_VALUE = re.compile(r"\\*[\"']?[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*(?:-[ \t]+)?value:[ \t]*"
+                         r"(?:(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)|(?P<v>[^\s\"'`,;&<>\\]{1,1024}))")
 # after a quote, code: an operator or a closing bracket (`"Token: " + $token`, `'Token=' } | ForEach-Object`)
 _CODE_AFTER = re.compile(r"\s+[-+*/%)\]}|&.,;?:]")
 
@@ -554,6 +565,9 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"(?:^|[^\w.$-]|\\[bfnrt]|\\u[0-9a-fA-F]{4})-[\w-]*" + _SECRET_RUN + r"[\w-]*" + _ESC_Q
      + r"(?:[ \t]+|[ \t]*,[ \t]*)"
      + r"(?:(?:\\*[\"'])?" + _VALUE_RUN + "|" + _QUOTED_VALUE + ")", ()),
+    # a setting named by one key and valued by the next on its line or the next (`<add key="ApiKey" value="..."/>`,
+    # `- name: API_TOKEN` / `value: ...`)
+    (_SECRET_RUN + r"[\w.$-]*" + _ESC_Q + _ESC_WS + r"(?:-[ \t]+)?(?i:value)[ \t]*[:=]", ()),
     # a setting named by one attribute and valued by the next (`<add key="ApiKey" value="..." />`)
     (r"(?i:key|name)[ \t]*=[ \t]*\\*[\"'][^\"'\r\n]*" + _SECRET_RUN + r"[^\"'\r\n]*[\"'][ \t]+(?i:value)[ \t]*=", ()),
     # a shell default after a secret name (`${DB_PASSWORD:-...}`): the default is a literal, whatever it holds

@@ -152,6 +152,7 @@ def planted(seed: int = 27) -> list[Case]:
         ("command env prefix", lambda v: f"PGPASSWORD={v} psql -h db -U app -c 'select 1'"),
         ("option setting a name", lambda v: f"kubectl create secret generic db --from-literal=password={v}"),
         (".npmrc", lambda v: f"registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken={v}\n"),
+        ("kubernetes env list", lambda v: f"    env:\n      - name: DB_PASSWORD\n        value: \"{v}\"\n"),
     ]
     for place, make in named:
         for _ in range(5):

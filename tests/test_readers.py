@@ -51,6 +51,9 @@ def test_a_salvaged_quoted_value_has_its_quoting_undone_and_its_secret_redacted(
     row = res.rows["stg_session_meta"][0]
     assert row["cwd"] == '/work/api ConnectionString="Data Source=db;Password=Xk2v9Pq7"'
     assert (row["title"], row["branch"]) == ("it's", "main")  # a quote never closed: stripped, as before
+    p.write_text('cwd: /work\nname: [oops\nextra_setting: ConnectionString="Data Source=db;Password=Xk2v9Pq7"\n')
+    doc = read_workspace_yaml(Source(str(p), "workspace_yaml", "s"), ctx(), None).rows["stg_session_meta"][0]
+    assert '"extra_setting":"ConnectionString=\\"Data Source=db;Password=Xk2v9Pq7\\""' in doc["extra"]  # plain
     redacted = Redactor()(row["cwd"])
     assert "Xk2v9Pq7" not in redacted and "[REDACTED:secret_value]" in redacted
 

@@ -21,6 +21,10 @@ GH = "ghp_" + "a1B2" * 9
     ("docker run -e POSTGRES_PASSWORD=hunter2x postgres", "secret_value"),  # a shell word that sets it
     ("kubectl create secret generic db --from-literal=password=hunter2x", "secret_value"),
     ("npm config set //registry.npmjs.org/:_authToken=hunter2x", "secret_value"),  # .npmrc
+    ("env:\n  - name: API_TOKEN\n    value: hunter2x\n", "secret_value"),  # a manifest's env list
+    ('{"env": "- name: DB_PASSWORD\\n  value: hunter2x"}', "secret_value"),  # ... in JSON text
+    ("password = a0443563529c99641132", "secret_value"),  # hex digits, unquoted, no variable's name
+    ('{"k": "password\\t=\\t7022f43a44c56ec96a2c"}', "secret_value"),  # tabs written out
 ])
 def test_secrets_are_replaced_by_a_marker_naming_the_kind(text, kind):
     r = Redactor()
@@ -38,7 +42,8 @@ def test_secrets_are_replaced_by_a_marker_naming_the_kind(text, kind):
                                   "CancellationToken cancellationToken = default)",
                                   "api_key=options.ApiKey",
                                   "NEXTTOKEN=abcdef123456", '<add key="Theme" value="dark-blue-2" />',
-                                  "x = API_KEY=get_key()", "if TOKEN=$TOKEN; then"])
+                                  "x = API_KEY=get_key()", "if TOKEN=$TOKEN; then",
+                                  "- name: THEME\n  value: dark-blue-2", "password = deadbeefcafebabe"])
 def test_code_and_placeholders_are_left_alone(text):
     r = Redactor()
     assert r(text) == text and r.total == 0
@@ -215,6 +220,8 @@ def test_the_line_screen_lets_counts_and_hyphenated_words_through(line):
     ('password = "Zq9 mk2 Lw8x', 'password = "[REDACTED:secret_value]'),  # a text cut inside the value
     ('x --api-key "Zq9mk2Lw8x\nnext line', 'x --api-key "[REDACTED:secret_value]\nnext line'),
     ('DB_PASSWORD=\\"Zq9mk2Lw8x\\', 'DB_PASSWORD=\\"[REDACTED:secret_value]'),  # escapes left in
+    ('{"k": "ConnectionString=\\"Catalog=68104ec540c5cd2da753"}',  # to the end of the JSON string it is in
+     '{"k": "ConnectionString=\\"[REDACTED:secret_value]"}'),
     ('if token == "', 'if token == "'),  # nothing after the quote
     ('msg = "the token is invalid, please', 'msg = "the token is invalid, please'),  # no secret name
     # the quote closes the string the name is in: code follows (real samples, PowerShell)

@@ -71,6 +71,12 @@ class Planter:
             lambda: f"api.example.com?access_token={h[:32]}&x=1",
             lambda: f"$env:API_TOKEN = \"{h[:24]}\"",
             lambda: f"密码 password={h[:20]}",
+            # a Kubernetes manifest's env list (the name on one line, the value on the next), a tab-separated
+            # setting of hex digits, a fenced .env block, a basic credential
+            lambda: f"- name: API_TOKEN\n  value: {h[:24]}",
+            lambda: f"password\t=\t{h[:20]}",
+            lambda: f"```env\nAPI_KEY={h[:24]}\n```",
+            lambda: f"Authorization: Basic {h[:28]}==",
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 

@@ -180,15 +180,15 @@ def _salvage_yaml(text: str) -> dict:
 
 def _scalar(value: str) -> str:
     """A salvaged line's value as YAML reads it: a quoted one with its quotes and escapes undone
-    (``"a \\"b\\""`` is ``a "b"``), when it parses alone; else without the quotes around it."""
-    if value[:1] in ("'", '"'):
-        try:
-            parsed = yaml.load(value, Loader=_YAML_LOADER)
-        except (yaml.YAMLError, RecursionError, ValueError):
-            parsed = None
-        if isinstance(parsed, str):
-            return parsed
-    return value.strip("'\"")
+    (``"a \\"b\\""`` is ``a "b"``), when it parses alone, else without the quotes around it; a plain one as it
+    is (``Key="a b"`` keeps both its quotes)."""
+    if value[:1] not in ("'", '"'):
+        return value
+    try:
+        parsed = yaml.load(value, Loader=_YAML_LOADER)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        parsed = None
+    return parsed if isinstance(parsed, str) else value.strip("'\"")
 
 
 def _s(v: object) -> str | None:
