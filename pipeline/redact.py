@@ -226,9 +226,9 @@ _SECRETISH_LITERAL = re.compile(r"""(?P<q>['"`])(?P<v>(?=[^'"`\s]*\d)(?=[^'"`\s]
 # YAML line read without its quoting undone, the end of the JSON string it is in): that is the value, not nothing
 _UNCLOSED = r"|(?P<uq>\\*[\"'`])(?P<uv>[^\"'`\r\n]{1,1024})(?=[\r\n\"'`]|$)"
 # after a name: a closing quote or bracket, a separator (`=`, `:`, `=>`, `:=`) between spaces or tabs (also written
-# out, `\t`, in JSON text), an opening quote, the value
+# out, `\t`, in JSON text), an opening quote (Python's triple ones too), the value
 _AFTER = re.compile(r"(?P<close>\\*[\"'`]|\])?(?:[ \t]|\\+t){0,3}(?P<sep>:=|=>|=|:)(?:[ \t]|\\+t){0,3}"
-                    r"(?:(?P<q>\\*[\"'`])(?P<qv>[^\"'`\r\n\\]{1,1024}(?:\\.[^\"'`\r\n\\]{0,1024}){0,16})(?P=q)"
+                    r"(?:(?P<q>(?:\\*\"){3}|(?:\\*'){3}|\\*[\"'`])(?P<qv>[^\"'`\r\n\\]{1,1024}(?:\\.[^\"'`\r\n\\]{0,1024}){0,16})(?P=q)"
                     + _UNCLOSED + r"|(?P<v>[^\s\"'`,;&<>]{1,1024}))")
 # after an option: its value as the next argument (`--password hunter2`, `["--api-key", "..."]`)
 _FLAG_VALUE = re.compile(r"(?P<close>\\*[\"'])?(?:[ \t]+|[ \t]*,[ \t]*(?=\\*[\"']))"
@@ -277,9 +277,10 @@ def _named_values(text: str, low: str, hits: list) -> None:
                 m = _AFTER.match(text, end)
             if m is None:
                 x = _XML_VALUE.match(text, end) if _XML_NAME.search(text, max(0, start - 12), start) else \
-                    _YAML_VALUE.match(text, end) if _YAML_NAME.search(text, max(0, start - 12), start) else None
+                    _YAML_VALUE.match(text, end) if _YAML_NAME.search(text, max(0, start - 12), start) else \
+                    _ELEMENT_VALUE.match(text, end) if text[start - 1:start] == "<" else None
                 if x is not None:  # <add key="ApiKey" value="..." />; a manifest's `- name: API_TOKEN` `value: ...`
-                    group = "qv" if x.group("qv") is not None else "v"
+                    group = "qv" if x.groupdict().get("qv") is not None else "v"
                     if secret_value(x.group(group), True, True):
                         hits.append((x.start(group), -x.end(group), "secret_value", *x.span(group)))
                 continue
@@ -322,6 +323,8 @@ def _trailing_escapes(value: str) -> int:
 # a setting named by one attribute and valued by the next (.NET's appSettings: `<add key="ApiKey" value="..." />`)
 _XML_NAME = re.compile(r"(?i:\bkey|\bname)[ \t]*=[ \t]*\\*[\"']$")
 _XML_VALUE = re.compile(r"\\*[\"'][ \t]+(?i:value)[ \t]*=[ \t]*(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)")
+# an XML element named for a secret (Maven's settings.xml: `<password>...</password>`)
+_ELEMENT_VALUE = re.compile(r">(?P<v>[^<\r\n]{1,1024})</")
 # ... and by the next line (a Kubernetes manifest's or a workflow's env list: `- name: API_TOKEN` / `value: ...`;
 # its line break written out too, in JSON text)
 _YAML_NAME = re.compile(r"(?<![\w.$-])name:[ \t]*\\*[\"']?$")
@@ -510,7 +513,7 @@ _KEPT = ("(?:" + _RUN * 5 + _RUN + "*" + _N_OPEN + "|(?:" + "|".join(
     _RUN * i + _N + _RUN * (4 - i) for i in range(4)) + "|" + _RUN * 4 + _RUN + "*" + _N + ")" + _RUN + "*[0-9])")
 _VALUE_RUN = "(?:" + _RUN + r"*(?:[^ -~\t\r\n]|\\)|" + _KEPT + _RUN + r"*(?:[ \t\r\n\"'`,;&<>]|$))"
 # a quoted value: six characters before its closing quote, or reaching an escape (which could hide a quote)
-_QUOTED_VALUE = r"\\*[\"'`](?:[^\"'`\r\n\\]{6}|[^\"'`\r\n\\]*\\)"
+_QUOTED_VALUE = r"(?:\\*[\"'`]){1,3}(?:[^\"'`\r\n\\]{6}|[^\"'`\r\n\\]*\\)"
 _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY", ("private_key",)),
     (r"gh[pousr]_[A-Za-z0-9]{36}", ("github_token",)),
@@ -560,7 +563,7 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     # Repetitions are unbounded (`*`), not counted: a counted one is copied into RE2's program that many
     # times, and one of 120 ran its DFA out of memory
     (_SECRET_RUN + r"[\w.$-]*" + _ESC_Q + _ESC_WS + r"(?:[:=]|:=|=>)" + _ESC_WS
-     + r"(?:(?:\\*[\"'`])?" + _VALUE_RUN + "|" + _QUOTED_VALUE + ")", ()),
+     + r"(?:(?:\\*[\"'`]){0,3}" + _VALUE_RUN + "|" + _QUOTED_VALUE + ")", ()),
     # an option starts a name (what is before it is no name's character; in a JSON line, an escape may be)
     (r"(?:^|[^\w.$-]|\\[bfnrt]|\\u[0-9a-fA-F]{4})-[\w-]*" + _SECRET_RUN + r"[\w-]*" + _ESC_Q
      + r"(?:[ \t]+|[ \t]*,[ \t]*)"
@@ -570,6 +573,8 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (_SECRET_RUN + r"[\w.$-]*" + _ESC_Q + _ESC_WS + r"(?:-[ \t]+)?(?i:value)[ \t]*[:=]", ()),
     # a setting named by one attribute and valued by the next (`<add key="ApiKey" value="..." />`)
     (r"(?i:key|name)[ \t]*=[ \t]*\\*[\"'][^\"'\r\n]*" + _SECRET_RUN + r"[^\"'\r\n]*[\"'][ \t]+(?i:value)[ \t]*=", ()),
+    # an XML element named for a secret (`<password>...</password>`)
+    (r"<[\w.$-]*" + _SECRET_RUN + r"[\w.$-]*>[^<\r\n]{6}", ()),
     # a shell default after a secret name (`${DB_PASSWORD:-...}`): the default is a literal, whatever it holds
     (r"\$\{[\w.$-]*" + _SECRET_RUN + r"[\w.$-]*:?[-=][^}\s]{6}", ()),
     # a JSON key holding a secret word (Redactor.structure judges the whole key) with a string value, and a

@@ -153,6 +153,8 @@ def planted(seed: int = 27) -> list[Case]:
         ("option setting a name", lambda v: f"kubectl create secret generic db --from-literal=password={v}"),
         (".npmrc", lambda v: f"registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken={v}\n"),
         ("kubernetes env list", lambda v: f"    env:\n      - name: DB_PASSWORD\n        value: \"{v}\"\n"),
+        ("maven settings.xml", lambda v: f"<server>\n  <id>internal</id>\n  <password>{v}</password>\n</server>"),
+        ("python triple quotes", lambda v: f'SECRET_KEY = """{v}"""'),
     ]
     for place, make in named:
         for _ in range(5):

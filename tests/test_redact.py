@@ -25,6 +25,8 @@ GH = "ghp_" + "a1B2" * 9
     ('{"env": "- name: DB_PASSWORD\\n  value: hunter2x"}', "secret_value"),  # ... in JSON text
     ("password = a0443563529c99641132", "secret_value"),  # hex digits, unquoted, no variable's name
     ('{"k": "password\\t=\\t7022f43a44c56ec96a2c"}', "secret_value"),  # tabs written out
+    ('token = """hunter2x"""', "secret_value"),  # Python's triple quotes
+    ("<server><id>repo</id><password>hunter2x</password></server>", "secret_value"),  # Maven's settings.xml
 ])
 def test_secrets_are_replaced_by_a_marker_naming_the_kind(text, kind):
     r = Redactor()

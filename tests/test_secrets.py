@@ -77,6 +77,10 @@ class Planter:
             lambda: f"password\t=\t{h[:20]}",
             lambda: f"```env\nAPI_KEY={h[:24]}\n```",
             lambda: f"Authorization: Basic {h[:28]}==",
+            # a fifth round: a Python triple-quoted value, Dockerfile ENV/ARG lines, a header in kebab-case
+            lambda: f'token = """{h[:24]}"""',
+            lambda: f"ARG NPM_TOKEN={h[:24]}",
+            lambda: f"api-key: {h[:24]}",
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 
