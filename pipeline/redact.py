@@ -276,13 +276,9 @@ def _named_values(text: str, low: str, hits: list) -> None:
             if m is None and flag:
                 m = _AFTER.match(text, end)
             if m is None:
-                x = _XML_VALUE.match(text, end) if _XML_NAME.search(text, max(0, start - 12), start) else \
-                    _YAML_VALUE.match(text, end) if _YAML_NAME.search(text, max(0, start - 12), start) else \
-                    _ELEMENT_VALUE.match(text, end) if text[start - 1:start] == "<" else None
-                if x is not None:  # <add key="ApiKey" value="..." />; a manifest's `- name: API_TOKEN` `value: ...`
-                    group = "qv" if x.groupdict().get("qv") is not None else "v"
-                    if secret_value(x.group(group), True, True):
-                        hits.append((x.start(group), -x.end(group), "secret_value", *x.span(group)))
+                value = _setting_value(text, start, end)
+                if value is not None and secret_value(text[value[0]:value[1]], True, True):
+                    hits.append((value[0], -value[1], "secret_value", *value))
                 continue
             group = "qv" if m.group("q") is not None else "uv" if m.group("uq") is not None else "v"
             quoted = group != "v"
@@ -332,6 +328,24 @@ _YAML_VALUE = re.compile(r"\\*[\"']?[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*(?:-[ \t]+)
                          r"(?:(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)|(?P<v>[^\s\"'`,;&<>\\]{1,1024}))")
 # after a quote, code: an operator or a closing bracket (`"Token: " + $token`, `'Token=' } | ForEach-Object`)
 _CODE_AFTER = re.compile(r"\s+[-+*/%)\]}|&.,;?:]")
+
+
+def _setting_value(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """Where the value is of a secret name (``text[start:end]``) that no separator follows but that names a
+    setting valued elsewhere: the next attribute (`<add key="ApiKey" value="..." />`), the next line (a
+    manifest's `- name: API_TOKEN` / `value: ...`), or the element it names (`<password>...</password>`)."""
+    lo = max(0, start - 12)
+    if _XML_NAME.search(text, lo, start):
+        m = _XML_VALUE.match(text, end)
+    elif _YAML_NAME.search(text, lo, start):
+        m = _YAML_VALUE.match(text, end)
+    elif text[start - 1:start] == "<":
+        m = _ELEMENT_VALUE.match(text, end)
+    else:
+        return None
+    if m is None:
+        return None
+    return m.span("qv" if m.groupdict().get("qv") is not None else "v")
 
 
 def _closes_literal(text: str, start: int, m: re.Match, group: str) -> bool:
