@@ -91,3 +91,39 @@ def test_a_worker_reuses_its_freed_large_blocks_instead_of_faulting_in_fresh_pag
         untuned = bare.submit(_faults_of_a_second_large_block).result()
     assert untuned > 10_000  # 48 MB of fresh 4 KiB pages
     assert tuned < 1_000
+
+
+EXIT_PROBE = """
+import atexit, gc, sys, tempfile
+from pathlib import Path
+from pipeline.processes import exit_without_collecting
+
+exit_without_collecting()
+folder = tempfile.TemporaryDirectory()  # removed by its own exit handler
+(Path(folder.name) / "kept").write_text("x")
+print(folder.name, flush=True)
+
+class Cycle:
+    def __init__(self):
+        self.me = self
+    def __del__(self):
+        sys.stdout.write("collected\\n"); sys.stdout.flush()
+
+Cycle()
+atexit.register(lambda: print("handler ran", flush=True))
+"""
+
+
+@pytest.mark.parametrize("register", [True, False])
+def test_the_exit_runs_every_handler_then_collects_nothing(tmp_path, register):
+    """exit_without_collecting: the exit handlers registered after it still run (a temporary folder is
+    removed, a handler prints) and the objects left in cycles are never looked through (a cycle's __del__
+    does not run); without it, the interpreter's exit collects the cycle."""
+    import subprocess
+
+    code = EXIT_PROBE if register else EXIT_PROBE.replace("exit_without_collecting()\n", "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    folder, rest = out[0], [line for line in out[1:] if line]
+    assert "handler ran" in rest
+    assert not os.path.exists(folder)
+    assert ("collected" in rest) is not register
