@@ -33,6 +33,9 @@ import re2  # google-re2: linear-time, one pass for all the screens below, compi
 # (kind, pattern, anchors): every match starts at one of the anchors (lower-case literals). The text is
 # searched for anchors with str.find, and the pattern is only tried where one occurs: a long tool output
 # with no anchor costs a few C-speed scans.
+# a command's argument: quoted (spaces and all) or a word
+_CMD_VALUE = r"(?P<q>\\*[\"'])?(?P<v>(?(q)[^\"'\r\n\\]{1,256}|[^\s\"'\\;|&<>]{1,256}))"
+_NETRC_SEP = r"(?:[ \t]+|[ \t]*(?:\r?\n|(?:\\+r)?\\+n)[ \t]*)"  # a line break written out too (`\n` in JSON)
 _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     ("private_key", r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?"
                     r"(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|\Z)", ("-----begin",)),
@@ -83,9 +86,41 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     # curl / wget / httpie basic credentials: -u user:password, --user=user:password
     ("cli_credentials", r"(?:-u|--user|--http-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]{1,128}:(?P<v>[^\s\"'@]{4,256})",
      ("-u", "--user", "--http-user")),
+    # a password given to a command by an option only that command reads so (`-p` is a port or a path elsewhere):
+    # sshpass -p, mysql's -p<password> (its -p alone prompts), docker login -p, openssl's pass:, htpasswd -b's
+    # last argument, ssh-keygen -N, gh secret set --body
+    ("command_secret", r"\bsshpass[ \t]+(?:-[^p\s]\S*[ \t]+)*-p[ \t]*" + _CMD_VALUE, ("sshpass",)),
+    ("command_secret", r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb|mariadb-dump)\b"
+                       r"[^\r\n|;&]{0,300}?[ \t]-p" + _CMD_VALUE, ("mysql", "mariadb")),
+    ("command_secret", r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+login\b"
+                       r"[^\r\n|;&]{0,300}?[ \t]-p(?:[ \t]+|=)" + _CMD_VALUE,
+     ("docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm")),
+    ("command_secret", r"-pass(?:in|out)?[ \t]+pass:" + _CMD_VALUE, ("-pass",)),
+    ("command_secret", r"\bhtpasswd(?=[^\r\n]{0,100}?[ \t]-[A-Za-z]*b)[ \t]+(?:-[A-Za-z]+[ \t]+)+"
+                       r"[^\s-]\S*[ \t]+\S+[ \t]+" + _CMD_VALUE, ("htpasswd",)),
+    ("command_secret", r"\bssh-keygen\b[^\r\n|;&]{0,300}?[ \t]-N[ \t]+" + _CMD_VALUE, ("ssh-keygen",)),
+    ("command_secret", r"\bgh[ \t]+secret[ \t]+set\b[^\r\n|;&]{0,300}?[ \t](?:--body|-b)(?:[ \t]+|=)" + _CMD_VALUE,
+     ("gh",)),
+    # .netrc: `machine host login name password secret`, on one line or each on its own
+    ("netrc_password", r"\bmachine[ \t]+[^\s\\]+" + _NETRC_SEP + r"login[ \t]+[^\s\\]+" + _NETRC_SEP + r"password[ \t]+"
+     + _CMD_VALUE, ("machine",)),
+    # Python requests' basic credentials: auth=('user', 'secret'), HTTPBasicAuth('user', 'secret')
+    ("code_credentials", r"(?:\bauth[ \t]*=[ \t]*\(|\bHTTP(?:Basic|Digest)Auth\()[ \t]*"
+                         r"(?P<q1>\\*[\"'])[^\"'\\\r\n]{0,128}(?P=q1)[ \t]*,[ \t]*"
+                         r"(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)",
+     ("auth", "httpbasicauth(", "httpdigestauth(")),
+    # an HTTP Cookie header's value (session ids), whole
+    ("cookie", r"(?i:\b(?:set-)?cookie)[ \t]*:[ \t]*(?P<v>[^\r\n\"'\\]{0,4096}=[^\r\n\"'\\]{8,4096})",
+     ("cookie", "set-cookie")),
+    # an API key in a URL query named only `key` or `appid` (Google's, OpenWeather's): a random run
+    ("url_key", r"[?&](?:key|appid)=(?P<v>[A-Za-z0-9_%.~+/-]{16,512}=*)", ("?key=", "&key=", "?appid=", "&appid=")),
 ]
 # kinds whose match keeps all but its group `v` (the name stays, the value goes)
-_VALUE_KINDS = {"azure_storage_key", "azure_sas", "cli_credentials", "telegram_bot_token"}
+_VALUE_KINDS = {"azure_storage_key", "azure_sas", "cli_credentials", "telegram_bot_token", "command_secret",
+                "netrc_password", "code_credentials", "cookie", "url_key"}
+# ... of which the value is judged as a named value's is (``secret_value``; ``url_key``: a random run only;
+# ``cookie``: the value of one of its cookies)
+_JUDGED_KINDS = {"command_secret", "netrc_password", "code_credentials", "url_key", "cookie"}
 _COMPILED = [(kind, re.compile(pat), anchors) for kind, pat, anchors in _TOKENS]
 
 # ------------------------------------------------------------------------------------------ named values
@@ -184,6 +219,44 @@ _CJK = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]")
 _RANDOM_RUN = re.compile(r"^(?:(?=(?:[^0-9]*[0-9]){3})(?=(?:[^A-Za-z]*[A-Za-z]){3})[A-Za-z0-9_]{12,}"
                          r"|(?=(?:[^0-9]*[0-9]){6})[0-9a-fA-F]{16,})$")
 _MEMBER = re.compile(r"^[A-Za-z_$]+(?:\.[A-Za-z_$]+)+$")  # names without digits: a secret has some
+# base64 of 16 characters or more, digits and letters among them (Docker's `"auth"`: base64 of user:password)
+_BASE64ISH = re.compile(r"^(?=(?:[^0-9]*[0-9]){2})(?=(?:[^A-Za-z]*[A-Za-z]){6})[A-Za-z0-9+/_-]{16,}={0,2}$")
+
+
+def random_value(value: str) -> bool:
+    """A value no one would write: a run of letters and digits mixed, hex digits, base64."""
+    return bool(_RANDOM_RUN.match(value) or _BASE64ISH.match(value))
+
+
+def weak_name(name: str) -> bool:
+    """A name that is one of the weak secret words alone (`auth`, `_auth`, `sig`, `pin`): its value is a secret
+    only when it is a random run (``random_value``): Docker's `"auth": "<base64>"`, .npmrc's `_auth=`."""
+    words = _WORD.findall(name)
+    return len(words) == 1 and words[0].lower() in _WEAK_WORDS
+
+
+def _random_judge(value: str, _quoted: bool, _literal: bool) -> bool:
+    """``secret_value`` for the value of a weak name (``weak_name``): a random run only."""
+    return random_value(value.strip())
+
+
+def _cookie_judge(value: str, quoted: bool, literal: bool) -> bool:
+    """``secret_value`` for the value of a name ending in `cookie`: of its cookies' values when it holds some
+    (`document.cookie = "theme=dark"` holds no secret)."""
+    return _judged_secret("cookie", value) if "=" in value else secret_value(value, quoted, literal)
+
+
+def _judged_secret(kind: str, value: str) -> bool:
+    """Whether the value a judged token rule found (``_JUDGED_KINDS``) is a secret."""
+    if kind == "url_key":
+        return random_value(value)
+    if kind == "cookie":
+        return any(secret_value(v, True, True) for k, _, v in (c.partition("=") for c in value.split(";"))
+                   if k.strip().lower() not in _COOKIE_ATTRIBUTES)
+    return secret_value(value, True, True)
+
+
+_COOKIE_ATTRIBUTES = frozenset({"path", "domain", "expires", "max-age", "samesite", "httponly", "secure", "priority"})
 
 
 def secret_value(value: str, quoted: bool, literal: bool) -> bool:
@@ -219,15 +292,17 @@ _AUTH_SCHEMES = frozenset({"bearer", "basic", "digest", "negotiate", "token"})
 _PICKS = re.compile(r"(?:\|\||\?\?|\?|:|\bor|\belse|\{|=)\s*$")  # an operator that picks the literal after it
 _RELATIVE_FILE = re.compile(r"^[\w.-]+(?:[/\\][\w .-]+)+\.[A-Za-z][A-Za-z0-9]{0,4}$")
 # a literal that may be a secret where a name says one is near (a fallback after `||`, a ternary's arms)
-_SECRETISH_LITERAL = re.compile(r"""(?P<q>['"`])(?P<v>(?=[^'"`\s]*\d)(?=[^'"`\s]*[A-Za-z])[^'"`\s]{8,512})(?P=q)""")
+_SECRETISH_LITERAL = re.compile(
+    r"""(?P<q>\\*['"`])(?P<v>(?=[^'"`\s\\]*\d)(?=[^'"`\s\\]*[A-Za-z])[^'"`\s\\]{8,512})(?P=q)""")
 
 
 # a quoted value that is never closed: it runs to the end of its line or to another quote (a value cut short, a
 # YAML line read without its quoting undone, the end of the JSON string it is in): that is the value, not nothing
 _UNCLOSED = r"|(?P<uq>\\*[\"'`])(?P<uv>[^\"'`\r\n]{1,1024})(?=[\r\n\"'`]|$)"
-# after a name: a closing quote or bracket, a separator (`=`, `:`, `=>`, `:=`) between spaces or tabs (also written
+# after a name: a closing quote or bracket (or both: `os.environ["API_KEY"] =`), a separator (`=`, `:`, `=>`, `:=`,
+# R's `<-`) between spaces or tabs (also written
 # out, `\t`, in JSON text), an opening quote (Python's triple ones too), the value
-_AFTER = re.compile(r"(?P<close>\\*[\"'`]|\])?(?:[ \t]|\\+t){0,3}(?P<sep>:=|=>|=|:)(?:[ \t]|\\+t){0,3}"
+_AFTER = re.compile(r"(?P<close>\\*[\"'`]\]?|\])?(?:[ \t]|\\+t){0,3}(?P<sep>:=|=>|<-|=|:)(?:[ \t]|\\+t){0,3}"
                     r"(?:(?P<q>(?:\\*\"){3}|(?:\\*'){3}|\\*[\"'`])(?P<qv>[^\"'`\r\n\\]{1,1024}(?:\\.[^\"'`\r\n\\]{0,1024}){0,16})(?P=q)"
                     + _UNCLOSED + r"|(?P<v>[^\s\"'`,;&<>]{1,1024}))")
 # after an option: its value as the next argument (`--password hunter2`, `["--api-key", "..."]`)
@@ -240,6 +315,8 @@ _LINE_HEAD = re.compile(r"(?:[ \t]|\\+t)*(?:\d+\.[ \t]+)?(?:[-+>*][ \t]*)?(?:exp
 _SHELL_DEFAULT = re.compile(r":?[-=](?P<v>[^}\s]{1,256})\}")
 # user:password@ in a URI (also percent-encoded, as VS Code writes remote authorities)
 _URI_CREDENTIALS = re.compile(r"(?i)://[^\s:/@'\"<>]{0,128}?(?P<sep>:|%3a)(?P<v>[^\s@/:'\"<>]{1,256}?)(?:@|%40)")
+# ... and a token as its user, without a password (`https://<token>@github.com/...`): a random run
+_URI_TOKEN = re.compile(r"://(?P<v>[A-Za-z0-9_~+-]{20,256})@")
 # the credential of an HTTP authorization scheme: RFC 6750's token characters (prose after "bearer" has others)
 _BEARER = re.compile(r"(?i:\b(?P<scheme>bearer|basic|token)[ \t]+(?P<v>[A-Za-z0-9._~+/=-]{16,}))")
 
@@ -264,11 +341,16 @@ def _named_values(text: str, low: str, hits: list) -> None:
             seen.add(start)
             name = text[start:end].rstrip(".-")
             end = start + len(name)
-            if not secret_name(name.lstrip("$-")):
+            bare = name.lstrip("$-")
+            if name.startswith("-D") and bare[1:2].islower():
+                bare = bare[1:]  # a Java system property: -Dpassword=..., -Dsigning.key=...
+            weak = not secret_name(bare)
+            if weak and not weak_name(bare):
                 continue
+            judge = _random_judge if weak else _cookie_judge if bare.lower().endswith("cookie") else secret_value
             if text[max(0, start - 2):start] == "${":  # ${NAME:-default}: the default is a literal
                 d = _SHELL_DEFAULT.match(text, end)
-                if d and secret_value(d.group("v"), True, True):
+                if d and judge(d.group("v"), True, True):
                     hits.append((d.start("v"), -d.end("v"), "secret_value", *d.span("v")))
                 continue
             flag = name.startswith("-") and not name.startswith("---")
@@ -277,7 +359,7 @@ def _named_values(text: str, low: str, hits: list) -> None:
                 m = _AFTER.match(text, end)
             if m is None:
                 value = _setting_value(text, start, end)
-                if value is not None and secret_value(text[value[0]:value[1]], True, True):
+                if value is not None and judge(text[value[0]:value[1]], True, True):
                     hits.append((value[0], -value[1], "secret_value", *value))
                 continue
             group = "qv" if m.group("q") is not None else "uv" if m.group("uq") is not None else "v"
@@ -292,9 +374,9 @@ def _named_values(text: str, low: str, hits: list) -> None:
             if key.split(" ", 1)[0].lower() in _AUTH_SCHEMES and " " in key:
                 continue  # `Bearer <token>`: the token is the bearer rule's
             literal = flag or _literal_place(text, start, name, m, vend)
-            if secret_value(key, quoted, literal):
+            if judge(key, quoted, literal):
                 hits.append((vstart, -vend, "secret_value", vstart, vend))
-            elif not literal:  # code: a literal the statement falls back on (`config.key || 'abc123...'`, a ternary)
+            elif not literal and not weak:  # code: a literal the statement falls back on (`config.key || 'abc...'`)
                 stop = min((i for i in (text.find(";", vend), text.find("\n", vend)) if i != -1), default=len(text))
                 for lit in _SECRETISH_LITERAL.finditer(text, vend, min(stop, vend + 400)):
                     if _PICKS.search(text, max(vend, lit.start() - 12), lit.start()) and \
@@ -326,6 +408,20 @@ _ELEMENT_VALUE = re.compile(r">(?P<v>[^<\r\n]{1,1024})</")
 _YAML_NAME = re.compile(r"(?<![\w.$-])name:[ \t]*\\*[\"']?$")
 _YAML_VALUE = re.compile(r"\\*[\"']?[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*(?:-[ \t]+)?value:[ \t]*"
                          r"(?:(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)|(?P<v>[^\s\"'`,;&<>\\]{1,1024}))")
+# a setting set by a command, its value the next argument (`setx GITHUB_TOKEN ...`, `aws configure set
+# aws_secret_access_key ...`, `npm config set //registry.npmjs.org/:_authToken ...`, `git config --global
+# github.token ...`)
+_SET_COMMAND = re.compile(r"(?:\bsetx|\bconfig(?:ure)?[ \t]+set|\bgit[ \t]+config(?:[ \t]+--?[\w-]+)*)[ \t]+"
+                          r"(?:[^\s\"']*[/:])?$")
+_NEXT_WORD = re.compile(r"[ \t]+(?:(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)|(?P<v>[^\s\"'`;&|<>\\]{1,1024}))")
+# a name starting its line, its value quoted after a space and ending the line (Gradle's `storePassword "..."`)
+_SPACED_VALUE = re.compile(r"[ \t]+(?P<q>\\*[\"'])(?P<qv>[^\s\"'\\]{1,1024})(?P=q)[ \t]*(?=$|\r?\n|\\+[rn]|//|#)")
+# a call's first argument naming a secret, its second the value (`SetEnvironmentVariable("API_KEY", "...")`,
+# `os.environ.setdefault("TOKEN", "...")`, `os.getenv("PASSWORD", "...")`)
+_CALL_NAME = re.compile(r"[\w$]\([ \t]*\\*[\"']$")  # a call, not a tuple (SQL's `VALUES ('user-auth', '...')`)
+_CALL_VALUE = re.compile(r"\\*[\"'][ \t]*,[ \t]*(?P<q>\\*[\"'])(?P<qv>[^\s\"'\\]{1,1024})(?P=q)")  # one word
+# an element named by its attribute and valued by its text (`<Setting name="ApiKey">...</Setting>`)
+_XML_TEXT = re.compile(r"\\*[\"'][^<>\r\n]{0,200}?>(?P<v>[^<\r\n]{1,1024})</")
 # after a quote, code: an operator or a closing bracket (`"Token: " + $token`, `'Token=' } | ForEach-Object`)
 _CODE_AFTER = re.compile(r"\s+[-+*/%)\]}|&.,;?:]")
 
@@ -333,16 +429,29 @@ _CODE_AFTER = re.compile(r"\s+[-+*/%)\]}|&.,;?:]")
 def _setting_value(text: str, start: int, end: int) -> tuple[int, int] | None:
     """Where the value is of a secret name (``text[start:end]``) that no separator follows but that names a
     setting valued elsewhere: the next attribute (`<add key="ApiKey" value="..." />`), the next line (a
-    manifest's `- name: API_TOKEN` / `value: ...`), or the element it names (`<password>...</password>`)."""
+    manifest's `- name: API_TOKEN` / `value: ...`), the element it names (`<password>...</password>`) or names by an
+    attribute (`<Setting name="ApiKey">...</Setting>`), a call's next argument, a command's next argument (`setx`,
+    `config set`, `git config`), or a quoted word after a space ending a line it starts (`storePassword "..."`)."""
     lo = max(0, start - 12)
     if _XML_NAME.search(text, lo, start):
-        m = _XML_VALUE.match(text, end)
+        m = _XML_VALUE.match(text, end) or _XML_TEXT.match(text, end)
     elif _YAML_NAME.search(text, lo, start):
         m = _YAML_VALUE.match(text, end)
     elif text[start - 1:start] == "<":
         m = _ELEMENT_VALUE.match(text, end)
+    elif _SET_COMMAND.search(text, max(0, start - 120), start):
+        m = _NEXT_WORD.match(text, end)
     else:
-        return None
+        # a call's arguments or a quoted word: a name (`("password", "token")`, Ruby's `secret "db_password"`)
+        # unless a random run
+        if _CALL_NAME.search(text, lo, start):
+            m = _CALL_VALUE.match(text, end)
+        elif _starts_line(text, start):
+            m = _SPACED_VALUE.match(text, end)
+        else:
+            return None
+        if m is not None and _IDENTIFIER.match(m.group("qv")) and not random_value(m.group("qv")):
+            return None
     if m is None:
         return None
     return m.span("qv" if m.groupdict().get("qv") is not None else "v")
@@ -362,9 +471,12 @@ def _literal_place(text: str, start: int, name: str, m: re.Match, vend: int) -> 
     are literals, not code: a quoted key (JSON, YAML, a dict literal), a URL query, a header
     (``X-API-Key: ...``), or a line that sets it (``.env``, YAML, a shell `export`: a name in capitals, or
     a separator with no space before it) and holds nothing after the value."""
-    if m.group("close") is not None or text[max(0, start - 1):start] in ("?", "&", '"', "'", ";") \
-            or text[max(0, start - 2):start] == "/:":
-        return True  # a quoted key, a URL query, a connection string's `;Password=...`, .npmrc's `//host/:_authToken=`
+    close = m.group("close")
+    index = close is not None and len(close) > 1 and close.endswith("]")
+    if not index and (close is not None or text[max(0, start - 1):start] in ("?", "&", '"', "'", ";")
+                      or text[max(0, start - 2):start] == "/:"):
+        return True  # a quoted key (not an index: `os.environ["API_KEY"] = ...` is code), a URL query, a connection
+        # string's `;Password=...`, .npmrc's `//host/:_authToken=`
     sep = m.group("sep")
     if sep == ":" and "-" in name.strip("-"):
         return True
@@ -372,12 +484,18 @@ def _literal_place(text: str, start: int, name: str, m: re.Match, vend: int) -> 
             name.isupper() and text[start - 1:start] in ("", " ", "\t") or text[start - 1:start] == "="):
         return True  # a shell word that sets it (`docker run -e DB_PASSWORD=...`, `PGPASSWORD=... psql`), an
         # option's value that does (`--from-literal=password=...`)
-    written = text.rfind("\\n", 0, start)  # a line break written out (`\\n` in code, JSON, a repr)
-    line = max(text.rfind("\n", 0, start) + 1, written + 2 if written != -1 else 0)
-    if start - line > 80 or not _LINE_HEAD.fullmatch(text, line, start) or name.startswith("$"):
+    if not _starts_line(text, start) or name.startswith("$"):
         return False
     spaced = text[start + len(name):m.start("sep")] != ""
     return (name.isupper() or not spaced or sep == ":") and _line_end(text, vend)
+
+
+def _starts_line(text: str, start: int) -> bool:
+    """Only what may start a line that sets a name (``_LINE_HEAD``: indentation, a list mark, `export`) comes
+    before ``start`` on its line (which a line break written out as `\\n` starts too), within 80 characters."""
+    written = text.rfind("\\n", 0, start)  # a line break written out (`\\n` in code, JSON, a repr)
+    line = max(text.rfind("\n", 0, start) + 1, written + 2 if written != -1 else 0)
+    return start - line <= 80 and _LINE_HEAD.fullmatch(text, line, start) is not None
 
 
 def _line_end(text: str, pos: int) -> bool:
@@ -432,7 +550,8 @@ class Redactor:
         if isinstance(value, dict):
             out = {}
             for k, v in value.items():
-                if isinstance(k, str) and isinstance(v, str) and secret_name(k) and secret_value(v, True, True):
+                if isinstance(k, str) and isinstance(v, str) and (
+                        secret_name(k) and secret_value(v, True, True) or weak_name(k) and random_value(v)):
                     self.counts["secret_value"] += 1
                     out[self(k)] = "[REDACTED:secret_value]"
                 else:
@@ -467,7 +586,7 @@ class Redactor:
                 pos = low.find(anchor)
                 while pos != -1:
                     m = rx.match(text, pos)
-                    if m:
+                    if m and not (kind in _JUDGED_KINDS and not _judged_secret(kind, m.group("v"))):
                         vs, ve = m.span("v") if kind in _VALUE_KINDS else m.span()
                         hits.append((m.start(), -m.end(), kind, vs, ve))
                     pos = low.find(anchor, pos + 1)
@@ -476,6 +595,9 @@ class Redactor:
             for m in _URI_CREDENTIALS.finditer(text):
                 if secret_value(m.group("v"), True, True):
                     hits.append((m.start("v"), -m.end("v"), "url_password", *m.span("v")))
+            for m in _URI_TOKEN.finditer(text):
+                if random_value(m.group("v")):
+                    hits.append((m.start("v"), -m.end("v"), "url_token", *m.span("v")))
             for m in _BEARER.finditer(text):
                 if not _PLACEHOLDER.match(m.group("v")) and not _REFERENCE.match(m.group("v")):
                     hits.append((m.start("v"), -m.end("v"), "bearer_token", *m.span("v")))
@@ -484,7 +606,7 @@ class Redactor:
         # a known token format wins over a named value that overlaps it (GITHUB_TOKEN=ghp_... is a
         # github_token), then earlier and longer matches win; chosen spans never overlap, so kept sorted by
         # start a new one need only be checked against its two neighbours
-        hits.sort(key=lambda h: (h[2] in ("secret_value", "url_password", "bearer_token"), h[0], h[1]))
+        hits.sort(key=lambda h: (h[2] in ("secret_value", "url_password", "url_token", "bearer_token"), h[0], h[1]))
         starts: list[int] = []
         chosen: list[tuple] = []
         for start, neg_end, kind, vs, ve in hits:
@@ -513,7 +635,7 @@ class Redactor:
 # through every rule. tests/test_redact.py checks the screen against the rules. Each entry: (pattern, the
 # token kinds it screens for; () = the named values; None = every rule).
 _ESC_WS = r"(?:[ \t\r\n]|\\+[tnr])*"
-_ESC_Q = r"(?:\\*[\"'`\]])?"
+_ESC_Q = r"(?:\\*[\"'`]\]?|\])?"
 _SECRET_RUN = r"(?i:pass|pwd|secret|token|key|auth|credential|creds|cookie|sig|pin|connection[_.-]?string)"
 _RUN = r"[!#$%*+\-./0-9:<=>?@A-Z\[\]^_`a-z{|}~)]"  # what a secret's characters may be, but `(` and quotes
 # an unquoted value (secret_value: at least six characters once `)]}` are stripped off its end, not all digits) of
@@ -569,6 +691,13 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"(?i:accountkey|sharedaccesskey)[ \t]*=", ("azure_storage_key",)),
     (r"[?&]sig=", ("azure_sas",)),
     (r"(?:-u|--user|--http-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]+:[^\s\"'@]{4}", ("cli_credentials",)),
+    (r"sshpass[ \t]|(?:mysql|mariadb)[^\r\n]*[ \t]-p[^\s]|login[^\r\n]*[ \t]-p[ \t=]|-pass(?:in|out)?[ \t]+pass:"
+     r"|htpasswd[ \t]|ssh-keygen[^\r\n]*[ \t]-N[ \t]|secret[ \t]+set[^\r\n]*[ \t](?:--body|-b)[ \t=]",
+     ("command_secret",)),
+    (r"machine[ \t]+[^\s\\]+(?:\s|\\+[rn])+login[ \t]+[^\s\\]+(?:\s|\\+[rn])+password[ \t]", ("netrc_password",)),
+    (r"auth[ \t]*=[ \t]*\(|HTTP(?:Basic|Digest)Auth\(", ("code_credentials",)),
+    (r"(?i:cookie)[ \t]*:[ \t]*[^\r\n\"'\\]*=", ("cookie",)),
+    (r"[?&](?:key|appid)=[A-Za-z0-9_%.~+/-]{16}", ("url_key",)),
     # named values: a secret word in a name, then (a closing quote and) a separator or, for an option, the
     # next argument, then a value that could be a secret: a quoted one (_QUOTED_VALUE: spaces and brackets
     # and all), or a run of characters that are no code's (no `(`: `auth = refresh(session)` does not flag
@@ -576,7 +705,7 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     # outside printable ASCII, which could hide anything.
     # Repetitions are unbounded (`*`), not counted: a counted one is copied into RE2's program that many
     # times, and one of 120 ran its DFA out of memory
-    (_SECRET_RUN + r"[\w.$-]*" + _ESC_Q + _ESC_WS + r"(?:[:=]|:=|=>)" + _ESC_WS
+    (_SECRET_RUN + r"[\w.$-]*" + _ESC_Q + _ESC_WS + r"(?:[:=]|:=|=>|<-)" + _ESC_WS
      + r"(?:(?:\\*[\"'`]){0,3}" + _VALUE_RUN + "|" + _QUOTED_VALUE + ")", ()),
     # an option starts a name (what is before it is no name's character; in a JSON line, an escape may be)
     (r"(?:^|[^\w.$-]|\\[bfnrt]|\\u[0-9a-fA-F]{4})-[\w-]*" + _SECRET_RUN + r"[\w-]*" + _ESC_Q
@@ -589,6 +718,15 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"(?i:key|name)[ \t]*=[ \t]*\\*[\"'][^\"'\r\n]*" + _SECRET_RUN + r"[^\"'\r\n]*[\"'][ \t]+(?i:value)[ \t]*=", ()),
     # an XML element named for a secret (`<password>...</password>`)
     (r"<[\w.$-]*" + _SECRET_RUN + r"[\w.$-]*>[^<\r\n]{6}", ()),
+    # ... by its text (`<Setting name="ApiKey">...</Setting>`)
+    (r"(?i:key|name)[ \t]*=[ \t]*\\*[\"'][^\"'\r\n]*" + _SECRET_RUN + r"[^\"'\r\n]*[\"'][^<>\r\n]*>[^<\r\n]{6}", ()),
+    # a command that sets a setting, its value the next argument (`setx TOKEN ...`, `aws configure set ...`)
+    (r"(?:setx|config[ \t]+set|configure[ \t]+set|git[ \t]+config)[^\r\n]*" + _SECRET_RUN + r"[\w.$-]*[ \t]+\S", ()),
+    # a quoted word after a name and a space (`storePassword "..."`), a call's name and value (`("API_KEY", "...")`)
+    (_SECRET_RUN + r"[\w.$-]*[ \t]+\\*[\"'][^\s\"'\\]{6}", ()),
+    (r"\([ \t]*\\*[\"'][\w.$-]*" + _SECRET_RUN + r"[\w.$-]*\\*[\"'][ \t]*,[ \t]*\\*[\"'][^\s\"'\\]{6}", ()),
+    # a token as a URL's user (`https://<token>@github.com/...`)
+    (r"://[A-Za-z0-9_~+-]{20}[A-Za-z0-9_~+-]*@", ()),
     # a shell default after a secret name (`${DB_PASSWORD:-...}`): the default is a literal, whatever it holds
     (r"\$\{[\w.$-]*" + _SECRET_RUN + r"[\w.$-]*:?[-=][^}\s]{6}", ()),
     # a JSON key holding a secret word (Redactor.structure judges the whole key) with a string value, and a

@@ -155,6 +155,30 @@ def planted(seed: int = 27) -> list[Case]:
         ("kubernetes env list", lambda v: f"    env:\n      - name: DB_PASSWORD\n        value: \"{v}\"\n"),
         ("maven settings.xml", lambda v: f"<server>\n  <id>internal</id>\n  <password>{v}</password>\n</server>"),
         ("python triple quotes", lambda v: f'SECRET_KEY = """{v}"""'),
+        # a sixth round: commands that take a password their own way, settings set by a command, an environment
+        # indexed by name, a call's arguments, .netrc, R, Java properties, Gradle, a token as a URL's user
+        ("sshpass", lambda v: f"sshpass -p '{v}' ssh deploy@build-host"),
+        ("mysql -p", lambda v: f"mysql -h db -u root -p'{v}' app < dump.sql"),
+        ("docker login -p", lambda v: f"docker login -u ana -p {v} registry.example.com"),
+        ("openssl pass:", lambda v: f"openssl pkcs12 -export -in c.pem -out c.p12 -passout pass:{v}"),
+        ("htpasswd -b", lambda v: f"htpasswd -cb /etc/nginx/.htpasswd admin {v}"),
+        ("ssh-keygen -N", lambda v: f"ssh-keygen -t ed25519 -f deploy_key -N '{v}'"),
+        ("gh secret set", lambda v: f"gh secret set DEPLOY_KEY --body '{v}' --repo ana/app"),
+        ("aws configure set", lambda v: f"aws configure set aws_secret_access_key {v} --profile prod"),
+        ("npm config set", lambda v: f"npm config set //registry.npmjs.org/:_authToken {v}"),
+        ("setx", lambda v: f"setx GITHUB_TOKEN {v}"),
+        ("git config", lambda v: f"git config --global github.token {v}"),
+        ("os.environ indexed", lambda v: f'os.environ["OPENAI_API_KEY"] = "{v}"'),
+        ("process.env indexed", lambda v: f"process.env['DB_PASSWORD'] = '{v}';"),
+        ("call arguments", lambda v: f'[Environment]::SetEnvironmentVariable("API_KEY", "{v}", "User")'),
+        ("getenv default", lambda v: f'token = os.getenv("SERVICE_TOKEN", "{v}")'),
+        (".netrc", lambda v: f"machine api.heroku.com\n  login ana@example.com\n  password {v}\n"),
+        ("R assignment", lambda v: f'api_key <- "{v}"'),
+        ("java property", lambda v: f"java -Dpassword={v} -jar app.jar"),
+        ("gradle signing", lambda v: f'signingConfigs {{\n  release {{\n    storePassword "{v}"\n  }}\n}}'),
+        ("requests auth", lambda v: f"requests.get(url, auth=('ana', '{v}'))"),
+        ("xml setting text", lambda v: f'<Setting name="ClientSecret">{v}</Setting>'),
+        ("typescript escaped", lambda v: json.dumps(f'let token: string = "{v}";')),
     ]
     for place, make in named:
         for _ in range(5):
@@ -162,6 +186,9 @@ def planted(seed: int = 27) -> list[Case]:
             if place.startswith("url"):  # in a URL, as a URL writes it
                 value = quote(value, safe="")
             cases.append(Case("secret_value", place, make(value), value))
+    for _ in range(5):  # a token as a URL's user, no password (a GitHub OAuth token: 40 hex digits)
+        value = _r(rng, 40, "0123456789abcdef")
+        cases.append(Case("url_token", "git remote", f"git clone https://{value}@github.com/ana/app.git", value))
     # parsed JSON: keys that name secrets, an MCP server's configuration
     structures = [
         ("tool arguments", lambda v: {"url": "https://api.example.com", "password": v, "user": "ana"}),
@@ -177,6 +204,9 @@ def planted(seed: int = 27) -> list[Case]:
         for _ in range(5):
             value = _password(rng) + _r(rng, 8)
             cases.append(Case("secret_value", place, make(value), value))
+    for _ in range(5):  # Docker's config.json: base64 of user:password under a key named `auth` alone
+        value = base64.b64encode(f"ana:{_password(rng)}".encode()).decode()
+        cases.append(Case("secret_value", "docker config.json", {"auths": {"ghcr.io": {"auth": value}}}, value))
     return cases
 
 

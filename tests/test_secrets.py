@@ -81,6 +81,16 @@ class Planter:
             lambda: f'token = """{h[:24]}"""',
             lambda: f"ARG NPM_TOKEN={h[:24]}",
             lambda: f"api-key: {h[:24]}",
+            # a sixth round: commands that take a password their own way, a setting set by a command, an
+            # environment indexed by name, .netrc, a call's arguments, a Cookie header, a Java property
+            lambda: f"sshpass -p '{h[:20]}Zq' ssh deploy@host",
+            lambda: f"mysql -u root -p{h[:20]}Zq app",
+            lambda: f"setx GITHUB_TOKEN {h[:24]}",
+            lambda: f'os.environ["API_KEY"] = "{h[:24]}"',
+            lambda: f"machine api.example.com login ana password {h[:20]}Zq",
+            lambda: f'SetEnvironmentVariable("API_TOKEN", "{h[:24]}")',
+            lambda: f"Cookie: sid={h[:24]}; theme=dark",
+            lambda: f"java -Dpassword={h[:20]}Zq -jar app.jar",
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 
