@@ -164,7 +164,7 @@ def _plan(run: _Run, copilot_homes: list[Path], vscode_users: list[Path], roots:
     run.state.record_problems(roots, finder.problems)
     plans: list[Plan] = []
     for src in sources:
-        plan, came_back = run.state.plan(src)
+        plan, came_back = run.state.plan(src, finder.stats.get(src.path))
         run.affected |= came_back
         if plan is not None:
             plans.append(plan)

@@ -205,6 +205,7 @@ class Finder:
 
     def __init__(self):
         self.problems: list[tuple[str, str]] = []
+        self.stats: dict[str, os.stat_result] = {}  # each source found: its stat (``one_each``)
 
     def note(self, path: str, reason: str) -> None:
         self.problems.append((printable_path(path), reason))
@@ -245,9 +246,10 @@ class Finder:
             return False
 
 
-def stat_fingerprint(path: str) -> tuple[str, int]:
-    """Fingerprint from metadata only (cheap): size and mtime of a file, or of every file in a folder."""
-    st = os.stat(path)  # one system call for a file, the common case
+def stat_fingerprint(path: str, st: os.stat_result | None = None) -> tuple[str, int]:
+    """Fingerprint from metadata only (cheap): size and mtime of a file, or of every file in a folder. ``st``:
+    the path's stat if it was just taken."""
+    st = st if st is not None else os.stat(path)  # one system call for a file, the common case
     if stat.S_ISDIR(st.st_mode):
         p = Path(path)
         parts = []

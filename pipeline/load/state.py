@@ -188,13 +188,14 @@ class SourceState:
         self.delete_rejects(path)
 
     # ------------------------------------------------------------------------------ planning
-    def plan(self, src: Source) -> tuple[Plan | None, set[str]]:
+    def plan(self, src: Source, st: os.stat_result | None = None) -> tuple[Plan | None, set[str]]:
         """Whether ``src`` needs reading (a Plan, or None: unchanged, no reader, or it cannot even be
-        examined) and the sessions to rebuild anyway (those of a source that came back unchanged)."""
+        examined) and the sessions to rebuild anyway (those of a source that came back unchanged). ``st``: its
+        stat, taken as it was discovered."""
         path = self.key(src.path)
         self.seen.add(path)
         try:
-            fp, size = fingerprint(src)
+            fp, size = fingerprint(src, st)
         except OSError as exc:  # a symlink loop, no permission, gone since discovery: tried again next run
             self.delete_rejects(path)
             self._reject(path, "file", f"cannot be examined ({exc.strerror or exc}); not read")
