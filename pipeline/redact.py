@@ -33,8 +33,8 @@ import re2  # google-re2: linear-time, one pass for all the screens below, compi
 # (kind, pattern, anchors): every match starts at one of the anchors (lower-case literals). The text is
 # searched for anchors with str.find, and the pattern is only tried where one occurs: a long tool output
 # with no anchor costs a few C-speed scans.
-# a command's argument: quoted (spaces and all) or a word
-_CMD_VALUE = r"(?P<q>\\*[\"'])?(?P<v>(?(q)[^\"'\r\n\\]{1,256}|[^\s\"'\\;|&<>]{1,256}))"
+# a command's argument: quoted (spaces and all) or a word, not another option
+_CMD_VALUE = r"(?P<q>\\*[\"'])?(?P<v>(?(q)[^\"'\r\n\\]{1,256}|(?!-)[^\s\"'\\;|&<>]{1,256}))"
 _NETRC_SEP = r"(?:[ \t]+|[ \t]*(?:\r?\n|(?:\\+r)?\\+n)[ \t]*)"  # a line break written out too (`\n` in JSON)
 _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     ("private_key", r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?"
@@ -92,9 +92,26 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     ("command_secret", r"\bsshpass[ \t]+(?:-[^p\s]\S*[ \t]+)*-p[ \t]*" + _CMD_VALUE, ("sshpass",)),
     ("command_secret", r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb|mariadb-dump)\b"
                        r"[^\r\n|;&]{0,300}?[ \t]-p" + _CMD_VALUE, ("mysql", "mariadb")),
-    ("command_secret", r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+login\b"
+    ("command_secret", r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login\b"
                        r"[^\r\n|;&]{0,300}?[ \t]-p(?:[ \t]+|=)" + _CMD_VALUE,
-     ("docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm")),
+     ("docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm", "az")),
+    # MongoDB's tools' -p, redis-cli's -a, sqlcmd's and bcp's -P, twine upload -p, nuget push -k, smbclient's
+    # -U user%password, net use's password before /user:, and a token given to cargo login or vault login
+    ("command_secret", r"\bmongo(?:sh|dump|restore|export|import|stat|top)?\b[^\r\n|;&]{0,300}?[ \t]-p(?:[ \t]+|=)?"
+                       + _CMD_VALUE, ("mongo",)),
+    ("command_secret", r"\bredis-cli\b[^\r\n|;&]{0,300}?[ \t]-a[ \t]+" + _CMD_VALUE, ("redis-cli",)),
+    ("command_secret", r"\b(?:sqlcmd|bcp)\b[^\r\n|;&]{0,300}?[ \t]-P[ \t]*" + _CMD_VALUE, ("sqlcmd", "bcp")),
+    ("command_secret", r"\btwine[ \t]+upload\b[^\r\n|;&]{0,300}?[ \t]-p(?:[ \t]+|=)" + _CMD_VALUE, ("twine",)),
+    ("command_secret", r"\bnuget[ \t]+push\b[^\r\n|;&]{0,300}?[ \t]-k[ \t]+" + _CMD_VALUE, ("nuget",)),
+    ("command_secret", r"\b(?:smbclient|rpcclient|smbget)\b[^\r\n|;&]{0,300}?(?:-U|--user)(?:[ \t]+|=)"
+                       r"\\*[\"']?[^\s%\"']+%"
+                       + _CMD_VALUE, ("smbclient", "rpcclient", "smbget")),
+    ("command_secret", r"\bnet[ \t]+use[ \t]+(?:[A-Za-z]:[ \t]+)?\\{2,}[^\s\"']+[ \t]+" + _CMD_VALUE
+                       + r"(?=\\*[\"']?[ \t]+/u(?:ser)?:)", ("net ",)),
+    ("command_secret", r"\b(?:cargo|vault)[ \t]+login[ \t]+(?!-)" + _CMD_VALUE, ("cargo", "vault")),
+    # PowerShell's ConvertTo-SecureString of a literal (-AsPlainText)
+    ("command_secret", r"\b(?i:ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?)" + _CMD_VALUE,
+     ("convertto-securestring",)),
     ("command_secret", r"-pass(?:in|out)?[ \t]+pass:" + _CMD_VALUE, ("-pass",)),
     ("command_secret", r"\bhtpasswd(?=[^\r\n]{0,100}?[ \t]-[A-Za-z]*b)[ \t]+(?:-[A-Za-z]+[ \t]+)+"
                        r"[^\s-]\S*[ \t]+\S+[ \t]+" + _CMD_VALUE, ("htpasswd",)),
@@ -104,11 +121,13 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     # .netrc: `machine host login name password secret`, on one line or each on its own
     ("netrc_password", r"\bmachine[ \t]+[^\s\\]+" + _NETRC_SEP + r"login[ \t]+[^\s\\]+" + _NETRC_SEP + r"password[ \t]+"
      + _CMD_VALUE, ("machine",)),
-    # Python requests' basic credentials: auth=('user', 'secret'), HTTPBasicAuth('user', 'secret')
-    ("code_credentials", r"(?:\bauth[ \t]*=[ \t]*\(|\bHTTP(?:Basic|Digest)Auth\()[ \t]*"
+    # Python requests' basic credentials: auth=('user', 'secret'), HTTPBasicAuth('user', 'secret'); .NET's
+    # NetworkCredential("user", "secret")
+    ("code_credentials", r"(?:\bauth[ \t]*=[ \t]*\(|\bHTTP(?:Basic|Digest)Auth\(|\bNetworkCredential(?:\]::new)?\()"
+                         r"[ \t]*"
                          r"(?P<q1>\\*[\"'])[^\"'\\\r\n]{0,128}(?P=q1)[ \t]*,[ \t]*"
                          r"(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)",
-     ("auth", "httpbasicauth(", "httpdigestauth(")),
+     ("auth", "httpbasicauth(", "httpdigestauth(", "networkcredential")),
     # an HTTP Cookie header's value (session ids), whole
     ("cookie", r"(?i:\b(?:set-)?cookie)[ \t]*:[ \t]*(?P<v>[^\r\n\"'\\]{0,4096}=[^\r\n\"'\\]{8,4096})",
      ("cookie", "set-cookie")),
@@ -312,7 +331,7 @@ _FLAG_VALUE = re.compile(r"(?P<close>\\*[\"'])?(?:[ \t]+|[ \t]*,[ \t]*(?=\\*[\"'
 # what may start a line before a name that is set on it: indentation, a line number, a list or diff mark,
 # `export` / `set` / `ENV`
 _LINE_HEAD = re.compile(r"(?:[ \t]|\\+t)*(?:\d+\.[ \t]+)?(?:[-+>*][ \t]*)?(?:export[ \t]+|setx?[ \t]+|ENV[ \t]+)?")
-_SHELL_DEFAULT = re.compile(r":?[-=](?P<v>[^}\s]{1,256})\}")
+_SHELL_DEFAULT = re.compile(r"(?::?[-=]|:)(?P<v>[^}\s]{1,256})\}")  # ${NAME:-default}, Spring's ${NAME:default}
 # user:password@ in a URI (also percent-encoded, as VS Code writes remote authorities)
 _URI_CREDENTIALS = re.compile(r"(?i)://[^\s:/@'\"<>]{0,128}?(?P<sep>:|%3a)(?P<v>[^\s@/:'\"<>]{1,256}?)(?:@|%40)")
 # ... and a token as its user, without a password (`https://<token>@github.com/...`): a random run
@@ -344,7 +363,8 @@ def _named_values(text: str, low: str, hits: list) -> None:
             bare = name.lstrip("$-")
             if name.startswith("-D") and bare[1:2].islower():
                 bare = bare[1:]  # a Java system property: -Dpassword=..., -Dsigning.key=...
-            weak = not secret_name(bare)
+            # the shell's PWD is no secret; ODBC's `;PWD=` is
+            weak = not (secret_name(bare) or bare.lower() == "pwd" and text[start - 1:start] == ";")
             if weak and not weak_name(bare):
                 continue
             judge = _random_judge if weak else _cookie_judge if bare.lower().endswith("cookie") else secret_value
@@ -692,10 +712,13 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"[?&]sig=", ("azure_sas",)),
     (r"(?:-u|--user|--http-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]+:[^\s\"'@]{4}", ("cli_credentials",)),
     (r"sshpass[ \t]|(?:mysql|mariadb)[^\r\n]*[ \t]-p[^\s]|login[^\r\n]*[ \t]-p[ \t=]|-pass(?:in|out)?[ \t]+pass:"
-     r"|htpasswd[ \t]|ssh-keygen[^\r\n]*[ \t]-N[ \t]|secret[ \t]+set[^\r\n]*[ \t](?:--body|-b)[ \t=]",
-     ("command_secret",)),
+     r"|htpasswd[ \t]|ssh-keygen[^\r\n]*[ \t]-N[ \t]|secret[ \t]+set[^\r\n]*[ \t](?:--body|-b)[ \t=]"
+     r"|upload[^\r\n]*[ \t]-p[ \t=]|mongo[^\r\n]*[ \t]-p|redis-cli[^\r\n]*[ \t]-a[ \t]"
+     r"|(?:sqlcmd|bcp)[^\r\n]*[ \t]-P|push[^\r\n]*[ \t]-k[ \t]"
+     r"|(?:smbclient|rpcclient|smbget)[^\r\n]*%|net[ \t]+use[ \t]|(?:cargo|vault)[ \t]+login[ \t]"
+     r"|(?i:convertto-securestring)[ \t]", ("command_secret",)),
     (r"machine[ \t]+[^\s\\]+(?:\s|\\+[rn])+login[ \t]+[^\s\\]+(?:\s|\\+[rn])+password[ \t]", ("netrc_password",)),
-    (r"auth[ \t]*=[ \t]*\(|HTTP(?:Basic|Digest)Auth\(", ("code_credentials",)),
+    (r"auth[ \t]*=[ \t]*\(|HTTP(?:Basic|Digest)Auth\(|NetworkCredential(?:\]::new)?\(", ("code_credentials",)),
     (r"(?i:cookie)[ \t]*:[ \t]*[^\r\n\"'\\]*=", ("cookie",)),
     (r"[?&](?:key|appid)=[A-Za-z0-9_%.~+/-]{16}", ("url_key",)),
     # named values: a secret word in a name, then (a closing quote and) a separator or, for an option, the
@@ -728,7 +751,7 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     # a token as a URL's user (`https://<token>@github.com/...`)
     (r"://[A-Za-z0-9_~+-]{20}[A-Za-z0-9_~+-]*@", ()),
     # a shell default after a secret name (`${DB_PASSWORD:-...}`): the default is a literal, whatever it holds
-    (r"\$\{[\w.$-]*" + _SECRET_RUN + r"[\w.$-]*:?[-=][^}\s]{6}", ()),
+    (r"\$\{[\w.$-]*" + _SECRET_RUN + r"[\w.$-]*(?::?[-=]|:)[^}\s]{6}", ()),
     # a JSON key holding a secret word (Redactor.structure judges the whole key) with a string value, and a
     # JSON list item that starts with `-` and holds one
     (_SECRET_RUN + r'(?:[^"\\\n]|\\.)*"' + _ESC_WS + r":" + _ESC_WS + r'"(?:[^"\n]|\\.)', ()),

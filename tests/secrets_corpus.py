@@ -179,6 +179,21 @@ def planted(seed: int = 27) -> list[Case]:
         ("requests auth", lambda v: f"requests.get(url, auth=('ana', '{v}'))"),
         ("xml setting text", lambda v: f'<Setting name="ClientSecret">{v}</Setting>'),
         ("typescript escaped", lambda v: json.dumps(f'let token: string = "{v}";')),
+        # a seventh round: more commands that take a password their own way, .NET and PowerShell credentials,
+        # ODBC's PWD, Spring's default
+        ("az login -p", lambda v: f"az login --service-principal -u http://app -p {v} --tenant corp"),
+        ("mongosh -p", lambda v: f"mongosh -u admin -p '{v}' --authenticationDatabase admin"),
+        ("redis-cli -a", lambda v: f"redis-cli -h cache -a '{v}' ping"),
+        ("sqlcmd -P", lambda v: f"sqlcmd -S db -U sa -P '{v}' -Q 'select 1'"),
+        ("twine -p", lambda v: f"twine upload -u __token__ -p '{v}' dist/*"),
+        ("nuget push -k", lambda v: f"dotnet nuget push app.nupkg -k '{v}' -s nuget.org"),
+        ("smbclient user%password", lambda v: f"smbclient //fileserver/share -U 'ana%{v}'"),
+        ("net use", lambda v: f"net use Z: \\\\fileserver\\share '{v}' /user:corp\\ana"),
+        ("cargo login", lambda v: f"cargo login '{v}'"),
+        ("ConvertTo-SecureString", lambda v: f"$p = ConvertTo-SecureString '{v}' -AsPlainText -Force"),
+        ("NetworkCredential", lambda v: f'var c = new NetworkCredential("ana", "{v}");'),
+        ("odbc PWD", lambda v: f"Driver={{ODBC Driver 18 for SQL Server}};Server=db;UID=sa;PWD={v};"),
+        ("spring default", lambda v: f"spring.datasource.password=${{DB_PASSWORD:{v}}}"),
     ]
     for place, make in named:
         for _ in range(5):

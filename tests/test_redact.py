@@ -301,7 +301,8 @@ def test_a_long_token_like_run_does_not_make_the_rules_backtrack_forever():
         for text in ["mysql " * 3000 + "-p", "htpasswd -b " * 2000, "machine a login b " * 2000, "auth=('" * 2000,
                      "Cookie: " + "a=" * 5000, "?key=" + "a" * 20000, ("://" + "a" * 250) * 200,
                      'x("' + 'API_KEY", "' * 2000, "config set " * 2000 + "token x", "token <- " * 3000,
-                     "\n".join(['token "abcdefgh'] * 2000), "sshpass " + "-x " * 5000 + "-p"]:
+                     "\n".join(['token "abcdefgh'] * 2000), "sshpass " + "-x " * 5000 + "-p",
+                     "mongo " * 3000 + "-p", "net use " + "\\\\a " * 3000, "smbclient -U " + "a" * 20000]:
             r(text)
     finally:
         signal.alarm(0)

@@ -91,6 +91,12 @@ class Planter:
             lambda: f'SetEnvironmentVariable("API_TOKEN", "{h[:24]}")',
             lambda: f"Cookie: sid={h[:24]}; theme=dark",
             lambda: f"java -Dpassword={h[:20]}Zq -jar app.jar",
+            # a seventh round: more commands, PowerShell's credentials, ODBC's PWD, Spring's default
+            lambda: f"redis-cli -h cache -a {h[:20]}Zq ping",
+            lambda: f"az login --service-principal -u app -p {h[:20]}Zq --tenant t",
+            lambda: f"ConvertTo-SecureString '{h[:20]}Zq' -AsPlainText -Force",
+            lambda: f"Server=db;UID=sa;PWD={h[:20]}Zq;",
+            lambda: f"password: ${{DB_PASSWORD:{h[:20]}Zq}}",
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 
