@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from .models import load_models
-from .schema import BOOKKEEPING, MARTS, MODELS, STAGING, STAR, VIEWS
+from .schema import BOOKKEEPING, MARTS, MODELS, STAGING, STAR, TEXTS, VIEWS
 
 _BOOKKEEPING_WRITERS = {"_runs": "pipeline/runs.py", "_meta": "pipeline/warehouse.py",
                         "_source_files": "pipeline/load/state.py", "_rejects": "pipeline/load/state.py"}
@@ -19,6 +19,7 @@ def writers() -> dict[str, str]:
     out.update({t.name: "pipeline/transform/star.py (built), pipeline/load/star.py (stored)" for t in STAR})
     out.update({m.name: str(m.path.relative_to(root)) for m in load_models() if m.layer != "macros"})
     out.update(_BOOKKEEPING_WRITERS)
+    out.update({t.name: "pipeline/load/spool.py (as the rows naming it are staged)" for t in TEXTS})
     out.update({v.name: "pipeline/warehouse.py (a view)" for v in VIEWS})
     return out
 
@@ -29,7 +30,7 @@ def table_reference() -> str:
     models = [t for t in MODELS if t not in MARTS]
     for title, tables in (("Star schema (built in polars)", STAR), ("Views", VIEWS), ("Marts (sql/marts/)", MARTS),
                           ("Intermediate and report models (sql/intermediate/, sql/reports/)", models),
-                          ("Bookkeeping", BOOKKEEPING), ("Staging (as read)", STAGING)):
+                          ("Bookkeeping", BOOKKEEPING), ("Staging (as read)", STAGING + TEXTS)):
         out.append(f"## {title}\n")
         for t in tables:
             out.append(f"### `{t.name}`\n\n{t.description} Grain: {t.grain}; key: "

@@ -27,7 +27,7 @@ from .extract import discover
 from .extract.base import Finder
 from .extract.parallel import read_all
 from .load import star
-from .load.spool import Spool, run_folder
+from .load.spool import Spool, prune_texts, run_folder
 from .load.state import Plan, SourceState, keep_gone, restore_gone
 from .models import incremental_models_filled, run_models
 from .redact import store_paths
@@ -201,6 +201,8 @@ def _stage(run: _Run, roots: list[str]) -> None:
     if run.upgrade:
         fill_kept_rows(run.con)
     run.affected |= run.state.mark_gone(roots)
+    if run.affected or run.full:  # staged rows were replaced: the texts only they named go
+        prune_texts(run.con)
     if run.affected:  # which repository each folder is, over the whole warehouse (see transform.star.places)
         run.root_repos, moved = star.root_repositories(run.con, None if run.full or run.upgrade else run.affected)
         run.affected |= moved

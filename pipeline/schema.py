@@ -74,7 +74,11 @@ STAGING = [
         ("event_type", "VARCHAR", "Envelope `type`, e.g. `user.message`."),
         ("ts", "VARCHAR", "Envelope `timestamp` as written."),
         ("agent_id", "VARCHAR", "Envelope `agentId` for subagent events."),
-        ("content", "VARCHAR", "Message text (user.message content, assistant.message content, ...)."),
+        ("content", "VARCHAR", "Message text (user.message content, assistant.message content, ...); NULL "
+                               "where `content_key` names the text (`coalesce(content, stg_texts.text)`)."),
+        ("content_key", "VARCHAR", "Of a system prompt (system.message content of 4,096 characters or more: the "
+                                   "same ~50 KB at every start and resume of a session): the key of its text in "
+                                   "stg_texts, where each text is stored once."),
         ("model", "VARCHAR", "Model named by the event."),
         ("interaction_id", "VARCHAR", "`interactionId`."),
         ("turn_id", "VARCHAR", "`turnId`."),
@@ -830,6 +834,17 @@ MODELS = MARTS + [
     ),
 ]
 
+# Large texts that recur, stored once (issue 29: a 1 GB history held 5,244 copies of one 49 KB system prompt).
+# Not a staging table of one source: kept by ``ingest --full`` and pruned of what no row names after each run.
+TEXTS = [
+    _t(
+        "stg_texts", "one row per distinct stored text", ["text_key"],
+        "Texts staged once however many events hold them: system prompts (`stg_events.content_key`).",
+        ("text_key", "VARCHAR", "MD5 of the text's UTF-8 bytes, hex (of the redacted text)."),
+        ("text", "VARCHAR", "The text, redacted."),
+    ),
+]
+
 # --------------------------------------------------------------------------------------------
 # Bookkeeping (dlt-style lineage).
 # --------------------------------------------------------------------------------------------
@@ -885,9 +900,9 @@ BOOKKEEPING.append(_t(
 # Bumped when a new version reads sources differently or changes a column's type: a warehouse
 # written with an older format is upgraded on the next ingest (column types altered, every source
 # still on disk read again, every session's star rows rebuilt; rows of sources gone from disk kept).
-FORMAT_VERSION = 6  # 4: stg_events.result_head, result_chars, result_md5; _source_files.prefix_digest;
+FORMAT_VERSION = 7  # 4: stg_events.result_head, result_chars, result_md5; _source_files.prefix_digest;
 # 5: VS Code tool outputs, statuses and answering models, CLI skill messages and binary assets as staged;
-# 6: fct_requests' agent, skill and per-request cost (every session's star rebuilt)
+# 6: fct_requests' agent, skill and per-request cost (every session's star rebuilt); 7: system prompts in stg_texts
 
 # views over the tables, created by warehouse.ensure_schema: documented like tables, never exported
 VIEWS = [_t(
@@ -901,7 +916,7 @@ VIEWS = [_t(
     ("result_md5", "VARCHAR", "MD5 of its UTF-8 bytes, hex."),
 )]
 
-ALL_TABLES = STAGING + STAR + MODELS + BOOKKEEPING
+ALL_TABLES = STAGING + TEXTS + STAR + MODELS + BOOKKEEPING
 TABLES = {t.name: t for t in ALL_TABLES}
 
 

@@ -462,8 +462,9 @@ def _lit(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
-def drop_all(con: duckdb.DuckDBPyConnection, keep: frozenset[str] = frozenset({"_runs"})) -> None:
-    """Drop every declared table but the run log, which records the full rebuild too."""
+def drop_all(con: duckdb.DuckDBPyConnection, keep: frozenset[str] = frozenset({"_runs", "stg_texts"})) -> None:
+    """Drop every declared table but the run log, which records the full rebuild too, and the texts stored once
+    (the rows kept of sources gone from disk may name some; the run prunes the others: ``spool.prune_texts``)."""
     for v in VIEWS:
         con.execute(f'drop view if exists "{v.name}"')
     for t in ALL_TABLES:

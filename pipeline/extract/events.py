@@ -20,6 +20,7 @@ from ..vocabulary import (
     REASONING_TYPES,
     SESSION_ERROR,
     SESSION_START,
+    SYSTEM_MESSAGE,
     TOOL_COMPLETE,
     TOOL_COMPLETIONS,
     TOOL_START,
@@ -153,6 +154,8 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
         "_run_id": ctx.run_id,
         **result_facts(result_content),
     }
+    if etype == SYSTEM_MESSAGE and row["content"] is not None and len(row["content"]) >= TEXT_KEY_MIN_CHARS:
+        row["content_key"] = text_key(row["content"])  # its text stored once (load.spool)
     if row["result_chars"] is not None and len(row["result_head"]) < row["result_chars"]:
         row["result_content"] = result_content  # an output longer than its head: the whole of it, once
     requests = []
@@ -178,6 +181,22 @@ def event_rows(obj: dict, *, session_id: str, source_kind: str, index: int, line
 # white space as the star's test for numbered lines sees it (Unicode White_Space: polars' and RE2's \s
 # with \pZ), which a tool output's head must reach past (see result_facts)
 _WHITE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+
+
+# a system prompt this long or longer is staged once (stg_texts), its events naming it by key
+TEXT_KEY_MIN_CHARS = 4096
+_KEYS: dict[str, str] = {}  # the keys of the last texts seen (a history repeats one prompt thousands of times)
+
+
+def text_key(text: str) -> str:
+    """The key of a text stored once: the MD5 of its UTF-8 bytes, hex (as ``result_md5``)."""
+    key = _KEYS.get(text)
+    if key is None:
+        key = hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
+        if len(_KEYS) >= 64:
+            _KEYS.pop(next(iter(_KEYS)))
+        _KEYS[text] = key
+    return key
 
 
 def result_facts(text: str | None) -> dict:

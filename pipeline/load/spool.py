@@ -34,14 +34,38 @@ RUN_FOLDER_PREFIX = ".ingest-"
 CANONICAL_JSON = {"stg_events": ("arguments", "extra"), "stg_tool_requests": ("arguments",)}
 
 
+# texts stored once (stg_texts): the column of a table that names its text by key, and the text's column, NULL in
+# the table where the key is set
+STORED_ONCE = {"stg_events": ("content_key", "content")}
+
 _PART_FILE = "_spool_part_file"  # the column naming each row's part, where event indexes are shifted
+
+
+def insert_from(con: duckdb.DuckDBPyConnection, table: str, relation: str, shift: str = "", exclude: str = "") -> None:
+    """Insert the rows of ``relation`` into ``table`` (``select_all``), the texts it stores once first: each into
+    stg_texts unless there already."""
+    if table in STORED_ONCE:
+        key, text = STORED_ONCE[table]
+        con.execute(f'insert into stg_texts select "{key}", any_value("{text}") from {relation} where "{key}" is not '
+                    f'null and "{key}" not in (select text_key from stg_texts) group by "{key}"')
+    con.execute(f'insert into "{table}" by name {select_all(table, relation, shift, exclude)}')
+
+
+def prune_texts(con: duckdb.DuckDBPyConnection) -> None:
+    """Remove from stg_texts the texts no staged row names any more (their sources read again or replaced)."""
+    named = " union all ".join(f'select "{key}" from "{table}" where "{key}" is not null'
+                               for table, (key, _text) in STORED_ONCE.items())
+    con.execute(f"delete from stg_texts where text_key not in ({named})")
 
 
 def select_all(table: str, relation: str, shift: str = "", exclude: str = "") -> str:
     """``select *`` from ``relation`` for an insert into ``table``, its JSON columns made canonical, ``shift``
-    (SQL) added to its event indexes (the rows of a part of a log read beside its other parts), and without
-    the column ``exclude``."""
+    (SQL) added to its event indexes (the rows of a part of a log read beside its other parts), without
+    the column ``exclude``, and without the texts stored once (``STORED_ONCE``)."""
     replace = [f'json("{c}")::varchar as "{c}"' for c in CANONICAL_JSON.get(table, ())]
+    if table in STORED_ONCE:
+        key, text = STORED_ONCE[table]
+        replace.append(f'case when "{key}" is null then "{text}" end as "{text}"')
     if shift:
         replace.append(f'"event_index" + {shift} as "event_index"')
     dropped = f' exclude ("{exclude}")' if exclude else ""
@@ -91,7 +115,7 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict] | pa.Tab
         return 0
     con.register("_incoming", tbl)
     try:
-        con.execute(f'insert into "{table}" by name {select_all(table, "_incoming")}')
+        insert_from(con, table, "_incoming")
     finally:
         con.unregister("_incoming")
     return tbl.num_rows
@@ -205,19 +229,20 @@ class Spool:
         limit = size_bytes(self.load_memory or memory_limit()) or 0
         return rows > 0 and 4 * threads * row_group_size() * nbytes / rows <= limit
 
-    def _select(self, table: str, files: list[Path]) -> str:
-        """The SELECT of an INSERT of ``files`` into ``table``: each part's event indexes shifted as
-        ``add_part`` was told, matched by its file name."""
+    def _insert(self, table: str, files: list[Path]) -> None:
+        """INSERT ``files`` into ``table``: each part's event indexes shifted as ``add_part`` was told, matched
+        by its file name."""
         def quoted(path: Path) -> str:
             return "'" + str(path).replace("'", "''") + "'"
 
         listed = ", ".join(quoted(f) for f in files)
         shifts = [(f, self.shifts[f]) for f in files if self.shifts.get(f)]
         if not shifts:
-            return select_all(table, f"read_parquet([{listed}])")
+            insert_from(self.con, table, f"read_parquet([{listed}])")
+            return
         cases = " ".join(f"when {quoted(f)} then {int(n)}" for f, n in shifts)
         shift = f'(case "{_PART_FILE}" {cases} else 0 end)'
-        return select_all(table, f"read_parquet([{listed}], filename = '{_PART_FILE}')", shift, _PART_FILE)
+        insert_from(self.con, table, f"read_parquet([{listed}], filename = '{_PART_FILE}')", shift, _PART_FILE)
 
     def load(self) -> None:
         from ..warehouse import key_table, release_cache
@@ -243,7 +268,7 @@ class Spool:
                 files = sorted((self.folder / table).glob("*.parquet"))
                 for i in range(0, len(files), self.LOAD_FILES):
                     chunk = files[i:i + self.LOAD_FILES]
-                    self.con.execute(f'insert into "{table}" by name {self._select(table, chunk)}')
+                    self._insert(table, chunk)
                     release_cache(self.con, self.load_memory)  # what this INSERT read is not read again here
                 shutil.rmtree(self.folder / table)
         finally:

@@ -92,7 +92,7 @@ def _pulls() -> list[tuple[str, str, str]]:
     ids = f"case when event_type in ('{ASSISTANT_MESSAGE}', '{ASSISTANT_USAGE}') then event_id end as event_id"
     tools = ", ".join(f"'{t}'" for t in TOOL_EVENTS)
     out = [("stg_events", "stg_events",
-            "select * exclude (result_content, result_head, result_chars, result_md5, parent_id, turn_id, "
+            "select * exclude (result_content, result_head, result_chars, result_md5, parent_id, turn_id, content_key, "
             f"_source_offset, _run_id) replace ({', '.join(_text_columns().values())}, {ids}) "
             f"from stg_events where coalesce(event_type, '') not in ({tools}) and"),
            ("stg_tool_events", "stg_events", f"select {', '.join(TOOL_EVENT_COLUMNS)}, {numbered} "
