@@ -97,6 +97,11 @@ class Planter:
             lambda: f"ConvertTo-SecureString '{h[:20]}Zq' -AsPlainText -Force",
             lambda: f"Server=db;UID=sa;PWD={h[:20]}Zq;",
             lambda: f"password: ${{DB_PASSWORD:{h[:20]}Zq}}",
+            # token formats that name themselves by a prefix: AI providers', Google OAuth's
+            lambda: "gsk_" + h[:52],
+            lambda: "sk-or-v1-" + h[:64],
+            lambda: "pplx-" + h[:48],
+            lambda: "ya29.a0" + h[:40],
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 
