@@ -28,3 +28,12 @@ def test_remote_workspaces_keep_their_uri_as_identity_but_files_are_relative():
     assert project_root(root, None) == root
     assert relativize("/home/x/app/src/a.rs", root, root) == ("src/a.rs", True)
     assert relativize("vscode-remote://ssh-remote%2Bbox/home/x/app/README.md", root, None) == ("README.md", True)
+
+
+def test_a_file_uri_whose_authority_holds_brackets_is_a_path_not_an_error():
+    """urllib refuses a bracket in a URI's authority that is no IPv6 address (ValueError): a workspace folder's
+    `file://user:[REDACTED:url_password]@/home/...`, once its credential is redacted, stopped the whole ingest."""
+    assert normalize("file://dev:[REDACTED:url_password]@/home/ana/app") == "/home/ana/app"
+    assert normalize("file://[REDACTED:github_token]@host/c%3A/work") == "c:/work"
+    assert normalize("file://[not-closed") == ""
+    assert normalize("file:///home/ana/app") == "/home/ana/app"

@@ -23,8 +23,11 @@ def normalize(path: str | None) -> str | None:
     if not p:
         return None
     if p.startswith("file://"):
-        u = urlparse(p)
-        p = unquote(u.path)
+        try:
+            p = unquote(urlparse(p).path)
+        except ValueError:  # a bracket in its authority that is no IPv6 address (a redacted credential: urllib refuses)
+            p = unquote(p[len("file://"):].split("/", 1)[1] if "/" in p[len("file://"):] else "")
+            p = "/" + p if p else p
     elif p.startswith("vscode-remote://"):
         return p.rstrip("/")  # a remote workspace: its URI is its identity
     p = p.replace("\\", "/")
