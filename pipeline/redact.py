@@ -84,8 +84,8 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
      ("accountkey", "sharedaccesskey")),
     ("azure_sas", r"[?&]sig=(?P<v>[A-Za-z0-9%+/=]{20,})", ("?sig=", "&sig=")),
     # curl / wget / httpie basic credentials: -u user:password, --user=user:password
-    ("cli_credentials", r"(?:-u|--user|--http-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]{1,128}:(?P<v>[^\s\"'@]{4,256})",
-     ("-u", "--user", "--http-user")),
+    ("cli_credentials", r"(?:-[uU]|--user|--http-user|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]{1,128}:"
+                        r"(?P<v>[^\s\"'@]{4,256})", ("-u", "--user", "--http-user", "--proxy-user")),
     # a password given to a command by an option only that command reads so (`-p` is a port or a path elsewhere):
     # sshpass -p, mysql's -p<password> (its -p alone prompts), docker login -p, openssl's pass:, htpasswd -b's
     # last argument, ssh-keygen -N, gh secret set --body
@@ -109,6 +109,33 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     ("command_secret", r"\bnet[ \t]+use[ \t]+(?:[A-Za-z]:[ \t]+)?\\{2,}[^\s\"']+[ \t]+" + _CMD_VALUE
                        + r"(?=\\*[\"']?[ \t]+/u(?:ser)?:)", ("net ",)),
     ("command_secret", r"\b(?:cargo|vault)[ \t]+login[ \t]+(?!-)" + _CMD_VALUE, ("cargo", "vault")),
+    # an eighth round: LDAP tools' -w, PsExec's -p, net user's password, a Key Vault secret's or an SSM SecureString's
+    # --value, nmcli's and wpa_passphrase's, mysqladmin password, htpasswd -nb, dotnet user-secrets set, Redis's
+    # requirepass and masterauth, rabbitmqctl add_user / change_password, openssl passwd, `echo user:pw | chpasswd`
+    ("command_secret", r"\bldap(?:search|add|modify|delete|passwd|compare|whoami|modrdn|exop)\b[^\r\n|;&]{0,300}?"
+                       r"[ \t]-w[ \t]+" + _CMD_VALUE, ("ldap",)),
+    ("command_secret", r"\bpsexec(?:64)?(?:\.exe)?\b[^\r\n|;&]{0,300}?[ \t]-p[ \t]+" + _CMD_VALUE, ("psexec",)),
+    ("command_secret", r"\bnet[ \t]+user[ \t]+[^\s/]+[ \t]+(?!/)" + _CMD_VALUE, ("net ",)),
+    ("command_secret", r"\baz[ \t]+keyvault[ \t]+secret[ \t]+set\b[^\r\n|;&]{0,300}?[ \t]--value(?:[ \t]+|=)"
+                       + _CMD_VALUE, ("az ",)),
+    ("command_secret", r"\baws[ \t]+ssm[ \t]+put-parameter\b(?=[^\r\n|;&]{0,300}SecureString)[^\r\n|;&]{0,300}?"
+                       r"[ \t]--value(?:[ \t]+|=)" + _CMD_VALUE, ("aws ",)),
+    ("command_secret", r"\bnmcli\b[^\r\n|;&]{0,300}?[ \t](?:password|wifi-sec\.psk)[ \t]+" + _CMD_VALUE, ("nmcli",)),
+    ("command_secret", r"\bwpa_passphrase[ \t]+\S+[ \t]+" + _CMD_VALUE, ("wpa_passphrase",)),
+    ("command_secret", r"\bmysqladmin\b[^\r\n|;&]{0,300}?[ \t]password[ \t]+" + _CMD_VALUE, ("mysqladmin",)),
+    ("command_secret", r"\bhtpasswd[ \t]+-(?=[A-Za-z]*n)(?=[A-Za-z]*b)[A-Za-z]+[ \t]+(?:-[A-Za-z]+[ \t]+)*"
+                       r"[^\s-]\S*[ \t]+" + _CMD_VALUE, ("htpasswd",)),
+    ("command_secret", r"\bdotnet[ \t]+user-secrets[ \t]+set[ \t]+\S+[ \t]+" + _CMD_VALUE, ("dotnet",)),
+    ("command_secret", r"\b(?:requirepass|masterauth)[ \t]+(?!-)" + _CMD_VALUE, ("requirepass", "masterauth")),
+    ("command_secret", r"\brabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+" + _CMD_VALUE,
+     ("rabbitmqctl",)),
+    ("command_secret", r"\bopenssl[ \t]+passwd\b(?:[ \t]+-(?:salt[ \t]+\S+|(?!salt\b)\S+))*[ \t]+" + _CMD_VALUE,
+     ("openssl",)),
+    ("command_secret", r"\becho[ \t]+(?:-\w+[ \t]+)?\\*[\"']?[^\s:\"'\\]{1,64}:(?P<v>[^\s\"'\\]{1,256})"
+                       r"\\*[\"']?[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd\b", ("echo",)),
+    # SQL: CREATE/ALTER USER ... PASSWORD '...', IDENTIFIED BY '...', SET PASSWORD = PASSWORD('...')
+    ("sql_password", r"(?i:\b(?:password|identified[ \t]+by))[ \t]*=?[ \t]*(?i:password[ \t]*)?\(?[ \t]*"
+                     r"(?P<q>\\*')(?P<v>[^'\\\r\n]{1,256})(?P=q)", ("password", "identified")),
     # PowerShell's ConvertTo-SecureString of a literal (-AsPlainText)
     ("command_secret", r"\b(?i:ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?)" + _CMD_VALUE,
      ("convertto-securestring",)),
@@ -128,6 +155,9 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
                          r"(?P<q1>\\*[\"'])[^\"'\\\r\n]{0,128}(?P=q1)[ \t]*,[ \t]*"
                          r"(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)",
      ("auth", "httpbasicauth(", "httpdigestauth(", "networkcredential")),
+    # smtplib's, ftplib's, imaplib's login(user, '...')
+    ("code_credentials", r"\.login\([^,()\r\n]{1,128},[ \t]*(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)",
+     (".login(",)),
     # an HTTP Cookie header's value (session ids), whole
     ("cookie", r"(?i:\b(?:set-)?cookie)[ \t]*:[ \t]*(?P<v>[^\r\n\"'\\]{0,4096}=[^\r\n\"'\\]{8,4096})",
      ("cookie", "set-cookie")),
@@ -199,10 +229,11 @@ _PREFIXED: list[tuple[str, str, tuple[str, ...], str]] = [
 ]
 _TOKENS += [(kind, pattern, anchors) for kind, pattern, anchors, _screen in _PREFIXED]
 _VALUE_KINDS = {"azure_storage_key", "azure_sas", "cli_credentials", "telegram_bot_token", "command_secret",
-                "netrc_password", "code_credentials", "cookie", "url_key"}
+                "sql_password", "netrc_password", "code_credentials", "cookie", "url_key"}
 # ... of which the value is judged as a named value's is (``secret_value``; ``url_key``: a random run only;
 # ``cookie``: the value of one of its cookies)
-_JUDGED_KINDS = {"command_secret", "netrc_password", "code_credentials", "url_key", "cookie"}
+_JUDGED_KINDS = {"command_secret", "netrc_password", "code_credentials", "url_key", "cookie", "sql_password",
+                 "cli_credentials"}
 _COMPILED = [(kind, re.compile(pat), anchors) for kind, pat, anchors in _TOKENS]
 
 # ------------------------------------------------------------------------------------------ named values
@@ -210,7 +241,10 @@ _COMPILED = [(kind, re.compile(pat), anchors) for kind, pat, anchors in _TOKENS]
 # dotted: `DB_PASSWORD`, `clientSecret`, `X-API-Key`, `joplin.token`, `--auth-token`) ...
 _SECRET_WORDS = frozenset({"password", "passwd", "passphrase", "pass", "pwd", "secret", "token",
                            "credential", "credentials", "creds", "auth", "authorization", "cookie", "sig",
-                           "apikey", "passcode", "pin"})
+                           "apikey", "passcode", "pin",
+                           # keytool's and jarsigner's options, Redis's directives: one word each
+                           "storepass", "keypass", "srcstorepass", "deststorepass", "srckeypass", "destkeypass",
+                           "requirepass", "masterauth"})
 # ... words that are English too: a secret only in a name of several words or in capitals (`DB_PASS`,
 # `authCookie`, `PIN`), not alone in prose ("when all pass: ...")
 _WEAK_WORDS = frozenset({"pass", "pin", "sig", "auth", "cookie", "creds"})
@@ -285,7 +319,7 @@ _PLACEHOLDER = re.compile(
     r"^(?:\*+|[xX]+|\.{3,}|…|-+|_+|#+|0+|<[^<>]*>|\[[^\[\]]*\]|%[A-Za-z_][\w]*%"
     r"|\$\(?[A-Za-z_][\w.:]*\)?|@[A-Za-z_]\w*@|\[REDACTED:[a-z_]+\]"
     r"|(?:your|sua|seu|tua|teu|votre|dein|deine|replace|change|insert|enter|put|add|paste|set|fill|example"
-    r"|sample|dummy|fake|test|placeholder|redacted|secret|password|token|todo|tbd|fixme|none|null|nil|true|false"
+    r"|sample|dummy|fake|test|placeholder|redacted|secret|password|token|todo|tbd|fixme|none|null|nil|true|false|foobared"
     r"|undefined|default|empty|unset|required|optional|string|value|abc|foo|bar|baz)(?:[\W_].*)?"
     r"|.*(?:\.\.\.|…|\$\{|\{\{|your[_-]|[_-](?:here|aqui|ici|hier)$|changeme|change[_-]me|placeholder|xxxx"
     r"|\*\*\*).*)$", re.IGNORECASE | re.DOTALL)
@@ -494,7 +528,8 @@ _YAML_VALUE = re.compile(r"\\*[\"']?[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*(?:-[ \t]+)
 # a setting set by a command, its value the next argument (`setx GITHUB_TOKEN ...`, `aws configure set
 # aws_secret_access_key ...`, `npm config set //registry.npmjs.org/:_authToken ...`, `git config --global
 # github.token ...`)
-_SET_COMMAND = re.compile(r"(?:\bsetx|\bconfig(?:ure)?[ \t]+set|\bgit[ \t]+config(?:[ \t]+--?[\w-]+)*)[ \t]+"
+_SET_COMMAND = re.compile(r"(?:\bsetx|\bconfig(?:ure)?[ \t]+set|\bgit[ \t]+config(?:[ \t]+--?[\w-]+)*"
+                          r"|\brclone[ \t]+config[ \t]+(?:create|update)\b[^\r\n]*)[ \t]+"
                           r"(?:[^\s\"']*[/:])?$")
 _NEXT_WORD = re.compile(r"[ \t]+(?:(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)|(?P<v>[^\s\"'`;&|<>\\]{1,1024}))")
 # a name starting its line, its value quoted after a space and ending the line (Gradle's `storePassword "..."`)
@@ -773,16 +808,20 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"AGE-SECRET-KEY-1", ("age_secret_key",)),
     (r"(?i:accountkey|sharedaccesskey)[ \t]*=", ("azure_storage_key",)),
     (r"[?&]sig=", ("azure_sas",)),
-    (r"(?:-u|--user|--http-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]+:[^\s\"'@]{4}", ("cli_credentials",)),
+    (r"(?:-[uU]|--user|--http-user|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]+:[^\s\"'@]{4}", ("cli_credentials",)),
     *((screen, (kind,)) for kind, _pattern, _anchors, screen in _PREFIXED),
     (r"sshpass[ \t]|(?:mysql|mariadb)[^\r\n]*[ \t]-p[^\s]|login[^\r\n]*[ \t]-p[ \t=]|-pass(?:in|out)?[ \t]+pass:"
      r"|htpasswd[ \t]|ssh-keygen[^\r\n]*[ \t]-N[ \t]|secret[ \t]+set[^\r\n]*[ \t](?:--body|-b)[ \t=]"
      r"|upload[^\r\n]*[ \t]-p[ \t=]|mongo[^\r\n]*[ \t]-p|redis-cli[^\r\n]*[ \t]-a[ \t]"
      r"|(?:sqlcmd|bcp)[^\r\n]*[ \t]-P|push[^\r\n]*[ \t]-k[ \t]"
      r"|(?:smbclient|rpcclient|smbget)[^\r\n]*%|net[ \t]+use[ \t]|(?:cargo|vault)[ \t]+login[ \t]"
-     r"|(?i:convertto-securestring)[ \t]", ("command_secret",)),
+     r"|(?i:convertto-securestring)[ \t]|ldap[a-z]*[ \t][^\r\n]*[ \t]-w[ \t]|psexec|net[ \t]+user[ \t]"
+     r"|keyvault[ \t]+secret[ \t]+set|ssm[ \t]+put-parameter|nmcli|wpa_passphrase|mysqladmin|user-secrets[ \t]+set"
+     r"|requirepass|masterauth|rabbitmqctl|openssl[ \t]+passwd|chpasswd", ("command_secret",)),
+    (r"(?i:password|identified[ \t]+by)[ \t]*=?[ \t]*(?i:password[ \t]*)?\(?[ \t]*\\*'[^'\\\r\n]", ("sql_password",)),
     (r"machine[ \t]+[^\s\\]+(?:\s|\\+[rn])+login[ \t]+[^\s\\]+(?:\s|\\+[rn])+password[ \t]", ("netrc_password",)),
-    (r"auth[ \t]*=[ \t]*\(|HTTP(?:Basic|Digest)Auth\(|NetworkCredential(?:\]::new)?\(", ("code_credentials",)),
+    (r"auth[ \t]*=[ \t]*\(|HTTP(?:Basic|Digest)Auth\(|NetworkCredential(?:\]::new)?\(|\.login\(",
+     ("code_credentials",)),
     (r"(?i:cookie)[ \t]*:[ \t]*[^\r\n\"'\\]*=", ("cookie",)),
     (r"[?&](?:key|appid)=[A-Za-z0-9_%.~+/-]{16}", ("url_key",)),
     # named values: a secret word in a name, then (a closing quote and) a separator or, for an option, the
@@ -808,7 +847,8 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     # ... by its text (`<Setting name="ApiKey">...</Setting>`)
     (r"(?i:key|name)[ \t]*=[ \t]*\\*[\"'][^\"'\r\n]*" + _SECRET_RUN + r"[^\"'\r\n]*[\"'][^<>\r\n]*>[^<\r\n]{6}", ()),
     # a command that sets a setting, its value the next argument (`setx TOKEN ...`, `aws configure set ...`)
-    (r"(?:setx|config[ \t]+set|configure[ \t]+set|git[ \t]+config)[^\r\n]*" + _SECRET_RUN + r"[\w.$-]*[ \t]+\S", ()),
+    (r"(?:setx|config[ \t]+set|configure[ \t]+set|git[ \t]+config|rclone[ \t]+config)[^\r\n]*" + _SECRET_RUN
+     + r"[\w.$-]*[ \t]+\S", ()),
     # a quoted word after a name and a space (`storePassword "..."`), a call's name and value (`("API_KEY", "...")`)
     (_SECRET_RUN + r"[\w.$-]*[ \t]+\\*[\"'][^\s\"'\\]{6}", ()),
     (r"\([ \t]*\\*[\"'][\w.$-]*" + _SECRET_RUN + r"[\w.$-]*\\*[\"'][ \t]*,[ \t]*\\*[\"'][^\s\"'\\]{6}", ()),

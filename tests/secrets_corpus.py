@@ -242,6 +242,25 @@ def planted(seed: int = 27) -> list[Case]:
         ("NetworkCredential", lambda v: f'var c = new NetworkCredential("ana", "{v}");'),
         ("odbc PWD", lambda v: f"Driver={{ODBC Driver 18 for SQL Server}};Server=db;UID=sa;PWD={v};"),
         ("spring default", lambda v: f"spring.datasource.password=${{DB_PASSWORD:{v}}}"),
+        # an eighth round: directory, Windows, cloud and database administration
+        ("curl proxy credentials", lambda v: f"curl -U proxy:{v} https://example.com"),
+        ("ldapsearch -w", lambda v: f"ldapsearch -x -D 'cn=admin,dc=example' -w '{v}' -b dc=example"),
+        ("keytool -storepass", lambda v: f"keytool -genkey -keystore app.jks -storepass '{v}' -keypass '{v}'"),
+        ("psexec -p", lambda v: f"psexec \\\\build01 -u admin -p '{v}' cmd"),
+        ("net user", lambda v: f"net user ana '{v}' /add"),
+        ("az keyvault secret set", lambda v: f"az keyvault secret set --vault-name kv --name db --value '{v}'"),
+        ("ssm SecureString", lambda v: f"aws ssm put-parameter --name /db/pw --type SecureString --value '{v}'"),
+        ("nmcli password", lambda v: f"nmcli dev wifi connect HomeNet password '{v}'"),
+        ("htpasswd -nb", lambda v: f"htpasswd -nb ana '{v}'"),
+        ("dotnet user-secrets", lambda v: f'dotnet user-secrets set "ApiKey" "{v}"'),
+        ("redis requirepass", lambda v: f"requirepass {v}"),
+        ("rabbitmqctl add_user", lambda v: f"rabbitmqctl add_user ana '{v}'"),
+        ("chpasswd", lambda v: f"echo 'ana:{v}' | sudo chpasswd"),
+        ("sql create user", lambda v: f"CREATE USER app WITH PASSWORD '{v}';"),
+        ("sql identified by", lambda v: f"ALTER USER app IDENTIFIED BY '{v}';"),
+        ("sql set password", lambda v: f"SET PASSWORD FOR 'app'@'%' = PASSWORD('{v}');"),
+        ("smtplib login", lambda v: f"server.login('ana@example.com', '{v}')"),
+        ("rclone config", lambda v: f"rclone config create r2 s3 secret_access_key '{v}'"),
     ]
     for place, make in named:
         for _ in range(5):

@@ -102,6 +102,12 @@ class Planter:
             lambda: "sk-or-v1-" + h[:64],
             lambda: "pplx-" + h[:48],
             lambda: "ya29.a0" + h[:40],
+            # an eighth round: SQL, LDAP, keytool, Redis, a login call
+            lambda: f"CREATE USER app WITH PASSWORD '{h[:20]}Zq';",
+            lambda: f"ldapsearch -x -D cn=admin -w {h[:20]}Zq -b dc=ex",
+            lambda: f"keytool -genkey -storepass {h[:20]}Zq -keystore k.jks",
+            lambda: f"requirepass {h[:20]}Zq",
+            lambda: f"smtp.login('ana', '{h[:20]}Zq')",
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 
