@@ -84,8 +84,9 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
      ("accountkey", "sharedaccesskey")),
     ("azure_sas", r"[?&]sig=(?P<v>[A-Za-z0-9%+/=]{20,})", ("?sig=", "&sig=")),
     # curl / wget / httpie basic credentials: -u user:password, --user=user:password
-    ("cli_credentials", r"(?:-[uU]|--user|--http-user|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]{1,128}:"
-                        r"(?P<v>[^\s\"'@]{4,256})", ("-u", "--user", "--http-user", "--proxy-user")),
+    # (in JSON text its quote is escaped: `-u \"user:password\"`, and the value stops at the escape)
+    ("cli_credentials", r"(?:-[uU]|--user|--http-user|--proxy-user)(?:[ \t]+|=)(?:\\*[\"'])?[^\s:\"'@\\]{1,128}:"
+                        r"(?P<v>[^\s\"'@\\]{4,256})", ("-u", "--user", "--http-user", "--proxy-user")),
     # a password given to a command by an option only that command reads so (`-p` is a port or a path elsewhere):
     # sshpass -p, mysql's -p<password> (its -p alone prompts), docker login -p, openssl's pass:, htpasswd -b's
     # last argument, ssh-keygen -N, gh secret set --body
@@ -133,6 +134,18 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
      ("openssl",)),
     ("command_secret", r"\becho[ \t]+(?:-\w+[ \t]+)?\\*[\"']?[^\s:\"'\\]{1,64}:(?P<v>[^\s\"'\\]{1,256})"
                        r"\\*[\"']?[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd\b", ("echo",)),
+    # a ninth round: lftp -u user,password, Perforce's -P, 7-Zip's and RAR's -p<password>, zip's and unzip's -P,
+    # openssl's -k, cqlsh's -p, Oracle's user/password@db, nuget add source -p
+    ("command_secret", r"\blftp\b[^\r\n|;&]{0,300}?[ \t]-u[ \t]+[^\s,]+," + _CMD_VALUE, ("lftp",)),
+    ("command_secret", r"\bp4\b[^\r\n|;&]{0,300}?[ \t]-P[ \t]+" + _CMD_VALUE, ("p4",)),
+    ("command_secret", r"\b(?:7z[az]?|(?:un)?rar)\b[^\r\n|;&]{0,300}?[ \t]-p" + _CMD_VALUE, ("7z", "rar", "unrar")),
+    ("command_secret", r"\b(?:zip|unzip)\b[^\r\n|;&]{0,300}?[ \t]-P[ \t]+" + _CMD_VALUE, ("zip", "unzip")),
+    ("command_secret", r"\bopenssl\b[^\r\n|;&]{0,300}?[ \t]-k[ \t]+" + _CMD_VALUE, ("openssl",)),
+    ("command_secret", r"\bcqlsh\b[^\r\n|;&]{0,300}?[ \t]-p[ \t]+" + _CMD_VALUE, ("cqlsh",)),
+    ("command_secret", r"\b(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)[ \t]+(?:-\w+[ \t]+)*[^\s/@'\"\\]+/"
+                       r"(?P<v>[^\s@/\"'\\]{1,256})", ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl")),
+    ("command_secret", r"\bnuget[ \t]+(?:add|update)[ \t]+source\b[^\r\n|;&]{0,300}?[ \t]-p[ \t]+" + _CMD_VALUE,
+     ("nuget",)),
     # SQL: CREATE/ALTER USER ... PASSWORD '...', IDENTIFIED BY '...', SET PASSWORD = PASSWORD('...')
     ("sql_password", r"(?i:\b(?:password|identified[ \t]+by))[ \t]*=?[ \t]*(?i:password[ \t]*)?\(?[ \t]*"
                      r"(?P<q>\\*')(?P<v>[^'\\\r\n]{1,256})(?P=q)", ("password", "identified")),
@@ -253,7 +266,8 @@ _SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")
                            ("encryption", "key"), ("signing", "key"), ("master", "key"), ("account", "key"),
                            ("client", "key"), ("session", "key"), ("app", "key"), ("license", "key"),
                            ("shared", "key"), ("service", "key"), ("consumer", "key"), ("subscription", "key"),
-                           ("connection", "string"), ("sas", "key"), ("admin", "key"), ("deploy", "key")})
+                           ("connection", "string"), ("sas", "key"), ("admin", "key"), ("deploy", "key"),
+                           ("auth", "key"), ("nonce", "key")})  # WordPress's AUTH_KEY, NONCE_KEY
 # ... unless its last word says it is about the secret, not the secret itself (`PASSWORD_FILE`,
 # `max_tokens`, `token_count`, `secretName`, `TOKEN_URL`) ...
 _ABOUT_WORDS = frozenset({"file", "files", "path", "paths", "dir", "url", "uri", "endpoint", "host", "name", "names",
@@ -808,16 +822,20 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"AGE-SECRET-KEY-1", ("age_secret_key",)),
     (r"(?i:accountkey|sharedaccesskey)[ \t]*=", ("azure_storage_key",)),
     (r"[?&]sig=", ("azure_sas",)),
-    (r"(?:-[uU]|--user|--http-user|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]+:[^\s\"'@]{4}", ("cli_credentials",)),
+    (r"(?:-[uU]|--user|--http-user|--proxy-user)(?:[ \t]+|=)(?:\\*[\"'])?[^\s:\"'@\\]+:[^\s\"'@\\]{4}",
+     ("cli_credentials",)),
     *((screen, (kind,)) for kind, _pattern, _anchors, screen in _PREFIXED),
-    (r"sshpass[ \t]|(?:mysql|mariadb)[^\r\n]*[ \t]-p[^\s]|login[^\r\n]*[ \t]-p[ \t=]|-pass(?:in|out)?[ \t]+pass:"
-     r"|htpasswd[ \t]|ssh-keygen[^\r\n]*[ \t]-N[ \t]|secret[ \t]+set[^\r\n]*[ \t](?:--body|-b)[ \t=]"
-     r"|upload[^\r\n]*[ \t]-p[ \t=]|mongo[^\r\n]*[ \t]-p|redis-cli[^\r\n]*[ \t]-a[ \t]"
-     r"|(?:sqlcmd|bcp)[^\r\n]*[ \t]-P|push[^\r\n]*[ \t]-k[ \t]"
-     r"|(?:smbclient|rpcclient|smbget)[^\r\n]*%|net[ \t]+use[ \t]|(?:cargo|vault)[ \t]+login[ \t]"
-     r"|(?i:convertto-securestring)[ \t]|ldap[a-z]*[ \t][^\r\n]*[ \t]-w[ \t]|psexec|net[ \t]+user[ \t]"
-     r"|keyvault[ \t]+secret[ \t]+set|ssm[ \t]+put-parameter|nmcli|wpa_passphrase|mysqladmin|user-secrets[ \t]+set"
-     r"|requirepass|masterauth|rabbitmqctl|openssl[ \t]+passwd|chpasswd", ("command_secret",)),
+    # the commands' names, and no more: a part that spans the line to its option (`mysql[^\r\n]*[ \t]-p`) keeps a
+    # state of its own in RE2's DFA while the rest of the line is read, and twenty such parts multiplied its states
+    # past any budget (the real samples' screen 0.12 -> 1.0 s); the rules look for the option
+    (r"sshpass[ \t]|(?:mysql|mariadb)[\w-]*[ \t]|(?:docker|podman|nerdctl|buildah|skopeo|oras|registry|az)[ \t]+login"
+     r"|-pass(?:in|out)?[ \t]+pass:|htpasswd[ \t]|ssh-keygen[ \t]|secret[ \t]+set[ \t]|twine[ \t]+upload"
+     r"|mongo(?:sh|dump|restore|export|import|stat|top)?[ \t]|redis-cli[ \t]|(?:sqlcmd|bcp)[ \t]"
+     r"|nuget[ \t]+(?:push|add|update)|(?:smbclient|rpcclient|smbget)[ \t]|net[ \t]+(?:use|user)[ \t]"
+     r"|(?:cargo|vault)[ \t]+login[ \t]|(?i:convertto-securestring)[ \t]|ldap[a-z]+[ \t]|psexec"
+     r"|ssm[ \t]+put-parameter|nmcli|wpa_passphrase|user-secrets[ \t]+set|requirepass|masterauth|rabbitmqctl"
+     r"|openssl[ \t]|chpasswd|lftp|p4[ \t]|(?:7z[az]?|rar)[ \t]|(?:un)?zip[ \t]+-|cqlsh"
+     r"|(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)[ \t]", ("command_secret",)),
     (r"(?i:password|identified[ \t]+by)[ \t]*=?[ \t]*(?i:password[ \t]*)?\(?[ \t]*\\*'[^'\\\r\n]", ("sql_password",)),
     (r"machine[ \t]+[^\s\\]+(?:\s|\\+[rn])+login[ \t]+[^\s\\]+(?:\s|\\+[rn])+password[ \t]", ("netrc_password",)),
     (r"auth[ \t]*=[ \t]*\(|HTTP(?:Basic|Digest)Auth\(|NetworkCredential(?:\]::new)?\(|\.login\(",
@@ -909,14 +927,14 @@ def screen(pattern: str = LINE_SCREEN):
 
 
 def _re2_options() -> re2.Options:
-    """RE2's options for the screens: 128 MB for the program and the DFA its search builds as it goes (the
-    default 8 MB ran out on lines of the real samples, and RE2 then searches more slowly and writes `DFA out of
-    memory` on the user's terminal: 36 times in an ingest of the real samples, 0 with 32 MB; with the 46 token
-    formats named by a prefix, 64 MB left the DFA too little and it started over again and again: the real
-    samples' screen 0.12 -> 0.47 s, with 128 MB 0.16 s, the process's peak RSS 92 -> 98 MB - a budget, not an
-    allocation); its errors not logged (an out-of-memory DFA falls back to an exact, slower search)."""
+    """RE2's options for the screens: 64 MB for the program and the DFA its search builds as it goes (the default
+    8 MB ran out on lines of the real samples, and RE2 then searches more slowly and writes `DFA out of memory` on
+    the user's terminal: 36 times in an ingest of the real samples, 0 with 32 MB); its errors not logged (an
+    out-of-memory DFA falls back to an exact, slower search). What fills the DFA is a part that spans a line
+    (`mysql[^\r\n]*[ \t]-p`): each keeps a state of its own while the rest of the line is read, and twenty of them
+    took the real samples' screen from 0.12 to 1.0 s; the parts name what starts a match and the rules do the rest."""
     options = re2.Options()
-    options.max_mem = 128 << 20
+    options.max_mem = 64 << 20
     options.log_errors = False
     return options
 

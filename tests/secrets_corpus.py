@@ -186,6 +186,7 @@ def planted(seed: int = 27) -> list[Case]:
         ("cli flag", lambda v: f"mysql -u root --password {v} app"),
         ("cli flag =", lambda v: f"gh auth login --with-token --token={v}"),
         ("cli basic auth", lambda v: f"curl -u ana:{v} https://example.com/api"),
+        ("cli basic auth quoted", lambda v: f'curl.exe -sS -u "ana:{v}" -X POST https://example.com/api'),
         ("url password", lambda v: f"postgres://app:{v}@db.internal:5432/app"),
         ("url password percent-encoded", lambda v: f"vscode-remote://ssh-remote%2Bana%3A{v}%40build-host/srv"),
         ("url query", lambda v: f"GET https://api.example.com/v1/items?limit=10&access_token={v}"),
@@ -261,6 +262,15 @@ def planted(seed: int = 27) -> list[Case]:
         ("sql set password", lambda v: f"SET PASSWORD FOR 'app'@'%' = PASSWORD('{v}');"),
         ("smtplib login", lambda v: f"server.login('ana@example.com', '{v}')"),
         ("rclone config", lambda v: f"rclone config create r2 s3 secret_access_key '{v}'"),
+        # a ninth round: archives, Perforce, Oracle, lftp, Cassandra, WordPress
+        ("7z -p", lambda v: f"7z a -p'{v}' backup.7z src"),
+        ("zip -P", lambda v: f"zip -P '{v}' secret.zip notes.txt"),
+        ("openssl enc -k", lambda v: f"openssl enc -aes256 -k '{v}' -in notes.txt -out notes.enc"),
+        ("p4 -P", lambda v: f"p4 -u ana -P '{v}' sync"),
+        ("sqlplus user/password", lambda v: f"sqlplus system/{v}@orcl @setup.sql"),
+        ("lftp -u user,password", lambda v: f"lftp -u 'ana,{v}' sftp://files.example.com"),
+        ("cqlsh -p", lambda v: f"cqlsh -u app -p '{v}' db.example.com"),
+        ("wordpress define", lambda v: f"define( 'AUTH_KEY', '{v}' );"),
     ]
     for place, make in named:
         for _ in range(5):

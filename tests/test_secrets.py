@@ -108,6 +108,9 @@ class Planter:
             lambda: f"keytool -genkey -storepass {h[:20]}Zq -keystore k.jks",
             lambda: f"requirepass {h[:20]}Zq",
             lambda: f"smtp.login('ana', '{h[:20]}Zq')",
+            # a ninth round: an archive's password, Oracle's user/password
+            lambda: f"7z a -p{h[:20]}Zq backup.7z src",
+            lambda: f"sqlplus system/{h[:20]}Zq@orcl",
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 
