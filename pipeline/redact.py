@@ -364,6 +364,30 @@ def weak_name(name: str) -> bool:
     return len(words) == 1 and words[0].lower() in _WEAK_WORDS
 
 
+def _named_secret(name: str, value: str) -> bool:
+    """Whether ``value``, named ``name`` (a JSON key, a name/value pair's name), is a secret."""
+    if name.lower() in ("cookie", "set-cookie"):
+        return _judged_secret("cookie", value)
+    if secret_name(name):
+        return secret_value(value, True, True)
+    return weak_name(name) and random_value(value)
+
+
+# a JSON object that pairs a name with a value (see _JSON_NAME)
+_NAME_KEYS = ("name", "Name", "key", "Key", "ParameterKey", "variable", "Variable")
+_VALUE_KEYS = ("value", "Value", "ParameterValue", "default", "defaultValue", "DefaultValue")
+
+
+def _paired_secret(obj: dict) -> str | None:
+    """The key holding a secret in an object that pairs a name with a value (`{"name": "DB_PASSWORD", "value":
+    "..."}`, `{"ParameterKey": ..., "ParameterValue": ...}`), or None."""
+    name = next((obj[k] for k in _NAME_KEYS if isinstance(obj.get(k), str)), None)
+    if name is None:
+        return None
+    key = next((k for k in _VALUE_KEYS if isinstance(obj.get(k), str)), None)
+    return key if key is not None and _named_secret(name, obj[key]) else None
+
+
 def _random_judge(value: str, _quoted: bool, _literal: bool) -> bool:
     """``secret_value`` for the value of a weak name (``weak_name``): a random run only."""
     return random_value(value.strip())
@@ -538,6 +562,12 @@ _ELEMENT_VALUE = re.compile(r">(?P<v>[^<\r\n]{1,1024})</")
 _YAML_NAME = re.compile(r"(?<![\w.$-])name:[ \t]*\\*[\"']?$")
 _YAML_VALUE = re.compile(r"\\*[\"']?[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*(?:-[ \t]+)?value:[ \t]*"
                          r"(?:(?P<q>\\*[\"'])(?P<qv>[^\"'\r\n\\]{1,1024})(?P=q)|(?P<v>[^\s\"'`,;&<>\\]{1,1024}))")
+# a JSON object that names a setting by one member and values it by the next (`{"name": "DB_PASSWORD", "value": "..."}`:
+# a manifest's env or an ECS task's environment as JSON, an HAR file's headers, CloudFormation's parameters, a Postman
+# environment), its members on one line or on lines of their own (written out as `\n` in JSON text)
+_JSON_NAME = re.compile(r"(?i:\b(?:name|key|parameterkey|variable))\\*\"[ \t]*:[ \t]*\\*\"$")
+_JSON_VALUE = re.compile(r"\\*\"[ \t]*,(?:\s|\\+[nrt])*\\*\"(?i:value|parametervalue|default|defaultvalue)\\*\""
+                         r"[ \t]*:[ \t]*(?P<q>\\*\")(?P<qv>[^\"\\\r\n]{1,1024})(?P=q)")
 # a setting set by a command, its value the next argument (`setx GITHUB_TOKEN ...`, `aws configure set
 # aws_secret_access_key ...`, `npm config set //registry.npmjs.org/:_authToken ...`, `git config --global
 # github.token ...`)
@@ -562,12 +592,15 @@ def _setting_value(text: str, start: int, end: int) -> tuple[int, int] | None:
     setting valued elsewhere: the next attribute (`<add key="ApiKey" value="..." />`), the next line (a
     manifest's `- name: API_TOKEN` / `value: ...`), the element it names (`<password>...</password>`) or names by an
     attribute (`<Setting name="ApiKey">...</Setting>`), a call's next argument, a command's next argument (`setx`,
-    `config set`, `git config`), or a quoted word after a space ending a line it starts (`storePassword "..."`)."""
+    `config set`, `git config`), a JSON object's next member (`{"name": "DB_PASSWORD", "value": "..."}`), or a quoted
+    word after a space ending a line it starts (`storePassword "..."`)."""
     lo = max(0, start - 12)
     if _XML_NAME.search(text, lo, start):
         m = _XML_VALUE.match(text, end) or _XML_TEXT.match(text, end)
     elif _YAML_NAME.search(text, lo, start):
         m = _YAML_VALUE.match(text, end)
+    elif _JSON_NAME.search(text, max(0, start - 24), start):
+        m = _JSON_VALUE.match(text, end)
     elif text[start - 1:start] == "<":
         m = _ELEMENT_VALUE.match(text, end)
     elif _SET_COMMAND.search(text, max(0, start - 120), start):
@@ -680,9 +713,9 @@ class Redactor:
             return value
         if isinstance(value, dict):
             out = {}
+            paired = _paired_secret(value)
             for k, v in value.items():
-                if isinstance(k, str) and isinstance(v, str) and (
-                        secret_name(k) and secret_value(v, True, True) or weak_name(k) and random_value(v)):
+                if isinstance(k, str) and isinstance(v, str) and (k == paired or _named_secret(k, v)):
                     self.counts["secret_value"] += 1
                     out[self(k)] = "[REDACTED:secret_value]"
                 else:
@@ -871,6 +904,9 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r"\([ \t]*\\*[\"'][\w.$-]*" + _SECRET_RUN + r"[\w.$-]*\\*[\"'][ \t]*,[ \t]*\\*[\"'][^\s\"'\\]{6}", ()),
     # a token as a URL's user (`https://<token>@github.com/...`)
     (r"://[A-Za-z0-9_~+-]{20}[A-Za-z0-9_~+-]*@", ()),
+    # a JSON object's name member naming a secret, its value member next (`{"name": "DB_PASSWORD", "value": ...}`)
+    (r"(?i:name|key|variable)\\*\"[ \t]*:[ \t]*\\*\"[\w.$-]*" + _SECRET_RUN
+     + r"[\w.$-]*\\*\"[ \t]*,(?:\s|\\+[nrt])*\\*\"(?i:value|parametervalue|default|defaultvalue)\\*\"", ()),
     # a shell default after a secret name (`${DB_PASSWORD:-...}`): the default is a literal, whatever it holds
     (r"\$\{[\w.$-]*" + _SECRET_RUN + r"[\w.$-]*(?::?[-=]|:)[^}\s]{6}", ()),
     # a JSON key holding a secret word (Redactor.structure judges the whole key) with a string value, and a

@@ -271,6 +271,10 @@ def planted(seed: int = 27) -> list[Case]:
         ("lftp -u user,password", lambda v: f"lftp -u 'ana,{v}' sftp://files.example.com"),
         ("cqlsh -p", lambda v: f"cqlsh -u app -p '{v}' db.example.com"),
         ("wordpress define", lambda v: f"define( 'AUTH_KEY', '{v}' );"),
+        # a tenth round: JSON objects that pair a name with a value, as text (a tool's output)
+        ("json name/value pair", lambda v: json.dumps({"env": [{"name": "API_TOKEN", "value": v}]}, indent=2)),
+        ("har header", lambda v: json.dumps({"headers": [{"name": "X-Api-Key", "value": v}]})),
+        ("cloudformation parameter", lambda v: json.dumps([{"ParameterKey": "DbPassword", "ParameterValue": v}])),
     ]
     for place, make in named:
         for _ in range(5):
@@ -291,6 +295,8 @@ def planted(seed: int = 27) -> list[Case]:
         ("mcp server env", lambda v: {"command": "npx", "env": {"DB_PASSWORD": v, "PATH": "/usr/bin"}}),
         ("mcp server headers", lambda v: {"type": "http", "headers": {"X-API-Key": v}}),
         ("mcp server headers", lambda v: {"type": "sse", "headers": {"Authorization": f"Bearer {v}"}}),
+        ("name/value pairs", lambda v: {"environment": [{"name": "DB_PASSWORD", "value": v}]}),
+        ("name/value pairs", lambda v: {"values": [{"key": "apiKey", "value": v, "enabled": True}]}),
     ]
     for place, make in structures:
         for _ in range(5):

@@ -305,7 +305,8 @@ def test_a_long_token_like_run_does_not_make_the_rules_backtrack_forever():
                      "mongo " * 3000 + "-p", "net use " + "\\\\a " * 3000, "smbclient -U " + "a" * 20000,
                      "ldapsearch " * 3000 + "-w", "password " * 4000 + "'", "openssl passwd " + "-salt x " * 3000,
                      "echo " + "a:" * 8000 + "| chpasswd", ".login(" * 3000, "7z " * 4000 + "-p",
-                     "sqlplus " + "a" * 20000 + "/", "lftp -u " + "a" * 20000]:
+                     "sqlplus " + "a" * 20000 + "/", "lftp -u " + "a" * 20000,
+                     '{"name": "API_TOKEN",' + " " * 50000 + '"value"', '"name": "TOKEN", ' * 3000]:
             r(text)
     finally:
         signal.alarm(0)

@@ -111,6 +111,8 @@ class Planter:
             # a ninth round: an archive's password, Oracle's user/password
             lambda: f"7z a -p{h[:20]}Zq backup.7z src",
             lambda: f"sqlplus system/{h[:20]}Zq@orcl",
+            # a tenth round: a JSON object pairing a name with a value, as text
+            lambda: '{"name": "DB_PASSWORD", "value": "' + h[:20] + 'Zq"}',
         ]
         return kinds[int(h[60:], 16) % len(kinds)](), needle
 

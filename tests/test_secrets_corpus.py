@@ -1,5 +1,5 @@
 """Recall and precision of secret redaction on a labelled corpus (tests/secrets_corpus.py): every planted
-secret - 79 token formats and values named secret in 114 syntaxes and structures, in the places Copilot's
+secret - 79 token formats and values named secret in 119 syntaxes and structures, in the places Copilot's
 logs hold text - is redacted, and no look-alike from the real samples (code naming tokens and passwords,
 placeholders, hashes, ids) is changed. The README quotes the figures this prints."""
 
