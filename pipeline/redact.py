@@ -35,6 +35,8 @@ import re2  # google-re2: linear-time, one pass for all the screens below, compi
 # with no anchor costs a few C-speed scans.
 # a command's argument: quoted (spaces and all) or a word, not another option
 _CMD_VALUE = r"(?P<q>\\*[\"'])?(?P<v>(?(q)[^\"'\r\n\\]{1,256}|(?!-)[^\s\"'\\;|&<>]{1,256}))"
+# the rest of the command a name starts, up to the option that follows it (not past a line, a pipe or a `;`)
+_IN_COMMAND = r"[^\r\n|;&]{0,300}?[ \t]"
 _NETRC_SEP = r"(?:[ \t]+|[ \t]*(?:\r?\n|(?:\\+r)?\\+n)[ \t]*)"  # a line break written out too (`\n` in JSON)
 _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     ("private_key", r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?"
@@ -92,38 +94,38 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     # last argument, ssh-keygen -N, gh secret set --body
     ("command_secret", r"\bsshpass[ \t]+(?:-[^p\s]\S*[ \t]+)*-p[ \t]*" + _CMD_VALUE, ("sshpass",)),
     ("command_secret", r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb|mariadb-dump)\b"
-                       r"[^\r\n|;&]{0,300}?[ \t]-p" + _CMD_VALUE, ("mysql", "mariadb")),
+                       + _IN_COMMAND + r"-p" + _CMD_VALUE, ("mysql", "mariadb")),
     ("command_secret", r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login\b"
-                       r"[^\r\n|;&]{0,300}?[ \t]-p(?:[ \t]+|=)" + _CMD_VALUE,
+                       + _IN_COMMAND + r"-p(?:[ \t]+|=)" + _CMD_VALUE,
      ("docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm", "az")),
     # MongoDB's tools' -p, redis-cli's -a, sqlcmd's and bcp's -P, twine upload -p, nuget push -k, smbclient's
     # -U user%password, net use's password before /user:, and a token given to cargo login or vault login
-    ("command_secret", r"\bmongo(?:sh|dump|restore|export|import|stat|top)?\b[^\r\n|;&]{0,300}?[ \t]-p(?:[ \t]+|=)?"
+    ("command_secret", r"\bmongo(?:sh|dump|restore|export|import|stat|top)?\b" + _IN_COMMAND + r"-p(?:[ \t]+|=)?"
                        + _CMD_VALUE, ("mongo",)),
-    ("command_secret", r"\bredis-cli\b[^\r\n|;&]{0,300}?[ \t]-a[ \t]+" + _CMD_VALUE, ("redis-cli",)),
-    ("command_secret", r"\b(?:sqlcmd|bcp)\b[^\r\n|;&]{0,300}?[ \t]-P[ \t]*" + _CMD_VALUE, ("sqlcmd", "bcp")),
-    ("command_secret", r"\btwine[ \t]+upload\b[^\r\n|;&]{0,300}?[ \t]-p(?:[ \t]+|=)" + _CMD_VALUE, ("twine",)),
-    ("command_secret", r"\bnuget[ \t]+push\b[^\r\n|;&]{0,300}?[ \t]-k[ \t]+" + _CMD_VALUE, ("nuget",)),
+    ("command_secret", r"\bredis-cli\b" + _IN_COMMAND + r"-a[ \t]+" + _CMD_VALUE, ("redis-cli",)),
+    ("command_secret", r"\b(?:sqlcmd|bcp)\b" + _IN_COMMAND + r"-P[ \t]*" + _CMD_VALUE, ("sqlcmd", "bcp")),
+    ("command_secret", r"\btwine[ \t]+upload\b" + _IN_COMMAND + r"-p(?:[ \t]+|=)" + _CMD_VALUE, ("twine",)),
+    ("command_secret", r"\bnuget[ \t]+push\b" + _IN_COMMAND + r"-k[ \t]+" + _CMD_VALUE, ("nuget",)),
     ("command_secret", r"\b(?:smbclient|rpcclient|smbget)\b[^\r\n|;&]{0,300}?(?:-U|--user)(?:[ \t]+|=)"
                        r"\\*[\"']?[^\s%\"']+%"
                        + _CMD_VALUE, ("smbclient", "rpcclient", "smbget")),
     ("command_secret", r"\bnet[ \t]+use[ \t]+(?:[A-Za-z]:[ \t]+)?\\{2,}[^\s\"']+[ \t]+" + _CMD_VALUE
                        + r"(?=\\*[\"']?[ \t]+/u(?:ser)?:)", ("net ",)),
     ("command_secret", r"\b(?:cargo|vault)[ \t]+login[ \t]+(?!-)" + _CMD_VALUE, ("cargo", "vault")),
-    # an eighth round: LDAP tools' -w, PsExec's -p, net user's password, a Key Vault secret's or an SSM SecureString's
+    # LDAP tools' -w, PsExec's -p, net user's password, a Key Vault secret's or an SSM SecureString's
     # --value, nmcli's and wpa_passphrase's, mysqladmin password, htpasswd -nb, dotnet user-secrets set, Redis's
     # requirepass and masterauth, rabbitmqctl add_user / change_password, openssl passwd, `echo user:pw | chpasswd`
-    ("command_secret", r"\bldap(?:search|add|modify|delete|passwd|compare|whoami|modrdn|exop)\b[^\r\n|;&]{0,300}?"
-                       r"[ \t]-w[ \t]+" + _CMD_VALUE, ("ldap",)),
-    ("command_secret", r"\bpsexec(?:64)?(?:\.exe)?\b[^\r\n|;&]{0,300}?[ \t]-p[ \t]+" + _CMD_VALUE, ("psexec",)),
+    ("command_secret", r"\bldap(?:search|add|modify|delete|passwd|compare|whoami|modrdn|exop)\b" + _IN_COMMAND
+                       + r"-w[ \t]+" + _CMD_VALUE, ("ldap",)),
+    ("command_secret", r"\bpsexec(?:64)?(?:\.exe)?\b" + _IN_COMMAND + r"-p[ \t]+" + _CMD_VALUE, ("psexec",)),
     ("command_secret", r"\bnet[ \t]+user[ \t]+[^\s/]+[ \t]+(?!/)" + _CMD_VALUE, ("net ",)),
-    ("command_secret", r"\baz[ \t]+keyvault[ \t]+secret[ \t]+set\b[^\r\n|;&]{0,300}?[ \t]--value(?:[ \t]+|=)"
+    ("command_secret", r"\baz[ \t]+keyvault[ \t]+secret[ \t]+set\b" + _IN_COMMAND + r"--value(?:[ \t]+|=)"
                        + _CMD_VALUE, ("az ",)),
     ("command_secret", r"\baws[ \t]+ssm[ \t]+put-parameter\b(?=[^\r\n|;&]{0,300}SecureString)[^\r\n|;&]{0,300}?"
                        r"[ \t]--value(?:[ \t]+|=)" + _CMD_VALUE, ("aws ",)),
-    ("command_secret", r"\bnmcli\b[^\r\n|;&]{0,300}?[ \t](?:password|wifi-sec\.psk)[ \t]+" + _CMD_VALUE, ("nmcli",)),
+    ("command_secret", r"\bnmcli\b" + _IN_COMMAND + r"(?:password|wifi-sec\.psk)[ \t]+" + _CMD_VALUE, ("nmcli",)),
     ("command_secret", r"\bwpa_passphrase[ \t]+\S+[ \t]+" + _CMD_VALUE, ("wpa_passphrase",)),
-    ("command_secret", r"\bmysqladmin\b[^\r\n|;&]{0,300}?[ \t]password[ \t]+" + _CMD_VALUE, ("mysqladmin",)),
+    ("command_secret", r"\bmysqladmin\b" + _IN_COMMAND + r"password[ \t]+" + _CMD_VALUE, ("mysqladmin",)),
     ("command_secret", r"\bhtpasswd[ \t]+-(?=[A-Za-z]*n)(?=[A-Za-z]*b)[A-Za-z]+[ \t]+(?:-[A-Za-z]+[ \t]+)*"
                        r"[^\s-]\S*[ \t]+" + _CMD_VALUE, ("htpasswd",)),
     ("command_secret", r"\bdotnet[ \t]+user-secrets[ \t]+set[ \t]+\S+[ \t]+" + _CMD_VALUE, ("dotnet",)),
@@ -134,17 +136,17 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
      ("openssl",)),
     ("command_secret", r"\becho[ \t]+(?:-\w+[ \t]+)?\\*[\"']?[^\s:\"'\\]{1,64}:(?P<v>[^\s\"'\\]{1,256})"
                        r"\\*[\"']?[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd\b", ("echo",)),
-    # a ninth round: lftp -u user,password, Perforce's -P, 7-Zip's and RAR's -p<password>, zip's and unzip's -P,
+    # lftp -u user,password, Perforce's -P, 7-Zip's and RAR's -p<password>, zip's and unzip's -P,
     # openssl's -k, cqlsh's -p, Oracle's user/password@db, nuget add source -p
-    ("command_secret", r"\blftp\b[^\r\n|;&]{0,300}?[ \t]-u[ \t]+[^\s,]+," + _CMD_VALUE, ("lftp",)),
-    ("command_secret", r"\bp4\b[^\r\n|;&]{0,300}?[ \t]-P[ \t]+" + _CMD_VALUE, ("p4",)),
-    ("command_secret", r"\b(?:7z[az]?|(?:un)?rar)\b[^\r\n|;&]{0,300}?[ \t]-p" + _CMD_VALUE, ("7z", "rar", "unrar")),
-    ("command_secret", r"\b(?:zip|unzip)\b[^\r\n|;&]{0,300}?[ \t]-P[ \t]+" + _CMD_VALUE, ("zip", "unzip")),
-    ("command_secret", r"\bopenssl\b[^\r\n|;&]{0,300}?[ \t]-k[ \t]+" + _CMD_VALUE, ("openssl",)),
-    ("command_secret", r"\bcqlsh\b[^\r\n|;&]{0,300}?[ \t]-p[ \t]+" + _CMD_VALUE, ("cqlsh",)),
+    ("command_secret", r"\blftp\b" + _IN_COMMAND + r"-u[ \t]+[^\s,]+," + _CMD_VALUE, ("lftp",)),
+    ("command_secret", r"\bp4\b" + _IN_COMMAND + r"-P[ \t]+" + _CMD_VALUE, ("p4",)),
+    ("command_secret", r"\b(?:7z[az]?|(?:un)?rar)\b" + _IN_COMMAND + r"-p" + _CMD_VALUE, ("7z", "rar", "unrar")),
+    ("command_secret", r"\b(?:zip|unzip)\b" + _IN_COMMAND + r"-P[ \t]+" + _CMD_VALUE, ("zip", "unzip")),
+    ("command_secret", r"\bopenssl\b" + _IN_COMMAND + r"-k[ \t]+" + _CMD_VALUE, ("openssl",)),
+    ("command_secret", r"\bcqlsh\b" + _IN_COMMAND + r"-p[ \t]+" + _CMD_VALUE, ("cqlsh",)),
     ("command_secret", r"\b(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)[ \t]+(?:-\w+[ \t]+)*[^\s/@'\"\\]+/"
                        r"(?P<v>[^\s@/\"'\\]{1,256})", ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl")),
-    ("command_secret", r"\bnuget[ \t]+(?:add|update)[ \t]+source\b[^\r\n|;&]{0,300}?[ \t]-p[ \t]+" + _CMD_VALUE,
+    ("command_secret", r"\bnuget[ \t]+(?:add|update)[ \t]+source\b" + _IN_COMMAND + r"-p[ \t]+" + _CMD_VALUE,
      ("nuget",)),
     # SQL: CREATE/ALTER USER ... PASSWORD '...', IDENTIFIED BY '...', SET PASSWORD = PASSWORD('...')
     ("sql_password", r"(?i:\b(?:password|identified[ \t]+by))[ \t]*=?[ \t]*(?i:password[ \t]*)?\(?[ \t]*"
@@ -155,8 +157,8 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     ("command_secret", r"-pass(?:in|out)?[ \t]+pass:" + _CMD_VALUE, ("-pass",)),
     ("command_secret", r"\bhtpasswd(?=[^\r\n]{0,100}?[ \t]-[A-Za-z]*b)[ \t]+(?:-[A-Za-z]+[ \t]+)+"
                        r"[^\s-]\S*[ \t]+\S+[ \t]+" + _CMD_VALUE, ("htpasswd",)),
-    ("command_secret", r"\bssh-keygen\b[^\r\n|;&]{0,300}?[ \t]-N[ \t]+" + _CMD_VALUE, ("ssh-keygen",)),
-    ("command_secret", r"\bgh[ \t]+secret[ \t]+set\b[^\r\n|;&]{0,300}?[ \t](?:--body|-b)(?:[ \t]+|=)" + _CMD_VALUE,
+    ("command_secret", r"\bssh-keygen\b" + _IN_COMMAND + r"-N[ \t]+" + _CMD_VALUE, ("ssh-keygen",)),
+    ("command_secret", r"\bgh[ \t]+secret[ \t]+set\b" + _IN_COMMAND + r"(?:--body|-b)(?:[ \t]+|=)" + _CMD_VALUE,
      ("gh",)),
     # .netrc: `machine host login name password secret`, on one line or each on its own
     ("netrc_password", r"\bmachine[ \t]+[^\s\\]+" + _NETRC_SEP + r"login[ \t]+[^\s\\]+" + _NETRC_SEP + r"password[ \t]+"

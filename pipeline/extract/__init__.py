@@ -52,7 +52,4 @@ _FINGERPRINTS = {"stat": stat_fingerprint, "sqlite": store.store_fingerprint}
 def fingerprint(src: Source, st: os.stat_result | None = None) -> tuple[str, int]:
     """(fingerprint, size) of a source, as its kind declares: what tells a changed source from an unchanged one.
     ``st``: the file's stat, taken moments ago (``discover``), for a fingerprint made of it."""
-    how = KINDS[src.kind].fingerprint
-    if how == "stat":
-        return stat_fingerprint(src.path, st)
-    return _FINGERPRINTS[how](src.path)
+    return _FINGERPRINTS[KINDS[src.kind].fingerprint](src.path, st)

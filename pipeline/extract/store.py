@@ -27,14 +27,18 @@ log = logging.getLogger(__name__)
 COPY_ATTEMPTS = 3
 
 
-def store_fingerprint(path: str) -> tuple[str, int]:
+def store_fingerprint(path: str, st: os.stat_result | None = None) -> tuple[str, int]:
+    """Size and mtime of the store and of its write-ahead log; ``st``: the store's stat if it was just taken."""
     parts, total = [], 0
     for suffix in ("", "-wal"):
         p = path + suffix
-        if os.path.exists(p):
-            st = os.stat(p)
-            parts.append(f"{suffix or 'db'}={st.st_size}:{st.st_mtime_ns}")
-            total += st.st_size
+        if suffix == "" and st is not None:
+            found: os.stat_result | None = st
+        else:
+            found = os.stat(p) if os.path.exists(p) else None
+        if found is not None:
+            parts.append(f"{suffix or 'db'}={found.st_size}:{found.st_mtime_ns}")
+            total += found.st_size
     return ";".join(parts), total
 
 
