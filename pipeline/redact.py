@@ -992,6 +992,21 @@ def screen_lines(data: bytes, line_starts: list[int], pattern: str = LINE_SCREEN
     return hit
 
 
+def literal_lines(data: bytes, line_starts: list[int], literals: tuple[bytes, ...]) -> set[int]:
+    """The indexes of the lines of ``data`` (starting at ``line_starts``) that hold one of ``literals``
+    (single-line byte strings): ``screen_lines`` of their alternation, by bytes.find, which passes over
+    bytes several times faster than RE2's DFA steps through them."""
+    hit: set[int] = set()
+    n = len(line_starts)
+    for literal in literals:
+        pos = data.find(literal)
+        while pos != -1:
+            line = bisect.bisect_right(line_starts, pos) - 1
+            hit.add(line)
+            pos = data.find(literal, line_starts[line + 1]) if line + 1 < n else -1
+    return hit
+
+
 _PATHS: dict[tuple[str, bool], str] = {}
 PATHS_HELD = 100_000  # paths stored_path remembers
 

@@ -135,9 +135,9 @@ def _event_lines(text: str):
 def test_the_line_screen_passes_every_line_whose_text_the_rules_change():
     import orjson
 
-    from pipeline.extract.base import FORBIDDEN_SCREEN, Context
+    from pipeline.extract.base import FORBIDDEN_BYTES, Context
     from pipeline.extract.events import event_rows
-    from pipeline.redact import screen_lines
+    from pipeline.redact import literal_lines, screen_lines
 
     texts = [t for t, _k in [
         (f"token is {GH}", 0), ("password=hunter2!", 0), ('api_key: "sk_abcdef123456"', 0),
@@ -147,7 +147,7 @@ def test_the_line_screen_passes_every_line_whose_text_the_rules_change():
     for text in texts:
         for line in _event_lines(text):
             obj = orjson.loads(line)
-            screen = (bool(screen_lines(line, [0])), bool(screen_lines(line, [0], FORBIDDEN_SCREEN)))
+            screen = (bool(screen_lines(line, [0])), bool(literal_lines(line, [0], FORBIDDEN_BYTES)))
             kw = dict(session_id="s", source_kind="events", index=0, line=1, offset=0, source_path="p")
             careful = event_rows(obj, ctx=Context("r", Redactor()), **kw)
             screened = event_rows(obj, ctx=Context("r", Redactor()), screen=screen, **kw)
@@ -260,14 +260,14 @@ def test_a_line_break_written_out_starts_a_line_and_escapes_after_a_value_stay()
 def test_a_key_naming_a_connection_string_has_its_value_redacted():
     import orjson
 
-    from pipeline.extract.base import FORBIDDEN_SCREEN, Context
+    from pipeline.extract.base import FORBIDDEN_BYTES, Context
     from pipeline.extract.events import event_rows
-    from pipeline.redact import screen_lines
+    from pipeline.redact import literal_lines, screen_lines
 
     obj = {"type": "tool.execution_start",
            "data": {"toolName": "sql", "arguments": {"connectionString": "Server=db;User=sa;Pwd=Xk2v9Pq"}}}
     line = orjson.dumps(obj)
-    screen = (bool(screen_lines(line, [0])), bool(screen_lines(line, [0], FORBIDDEN_SCREEN)))
+    screen = (bool(screen_lines(line, [0])), bool(literal_lines(line, [0], FORBIDDEN_BYTES)))
     rows = event_rows(obj, ctx=Context("r", Redactor()), screen=screen, session_id="s", source_kind="events",
                       index=0, line=1, offset=0, source_path="p")
     assert "Xk2v9Pq" not in orjson.dumps(rows).decode()
@@ -320,6 +320,25 @@ def test_the_line_screen_names_the_lines_a_candidate_touches():
     starts = [0] + [i + 1 for i, ch in enumerate(data) if ch == 10]
     assert screen_lines(data, starts) == {1, 3, 4}  # a candidate broken over two lines marks both
     assert screen_lines(data, starts, "zzz") == set()
+
+
+def test_the_forbidden_keys_are_found_on_the_lines_their_alternation_would_flag():
+    """literal_lines, by bytes.find, names exactly the lines an RE2 screen of the keys' alternation names:
+    a key twice on a line, two keys on a line, one at the very start and the very end, a last line without
+    its line break, a key broken over two lines (on neither)."""
+    import random
+
+    from pipeline.extract.base import FORBIDDEN_BYTES
+    from pipeline.redact import literal_lines, screen_lines
+
+    alternation = "|".join(k.decode() for k in FORBIDDEN_BYTES)
+    rng = random.Random(5)
+    pieces = [b"x", b'"a":1', b"\n", b"\n", b"reasoning", b"Text", b"reasoningText", b"encryptedContent",
+              b"transformedContent", b"reasoningOpaque", b"\xff", b"transformed\nContent"]
+    for _ in range(400):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        starts = [0] + [i + 1 for i, ch in enumerate(data) if ch == 10 and i + 1 < len(data)]
+        assert literal_lines(data, starts, FORBIDDEN_BYTES) == screen_lines(data, starts, alternation), data
 
 
 def test_the_reader_screens_each_event_by_its_own_bytes(tmp_path):

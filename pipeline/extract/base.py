@@ -21,9 +21,9 @@ from .jsonl import DEEP_NOTE, TOO_DEEP, ReadState, Record, iter_records, loads_c
 
 # Never stored anywhere (CONTRACT.md): dropped wherever they appear in an event's data.
 FORBIDDEN_KEYS = frozenset({"reasoningText", "reasoningOpaque", "encryptedContent", "transformedContent"})
-# Matches a raw JSON line that may hold a forbidden key (a key escaped with \uXXXX is caught by the
+# What a raw JSON line that may hold a forbidden key holds (a key escaped with \uXXXX is caught by the
 # secret screen, which sends the line down the careful path anyway).
-FORBIDDEN_SCREEN = "|".join(sorted(FORBIDDEN_KEYS))
+FORBIDDEN_BYTES = tuple(k.encode() for k in sorted(FORBIDDEN_KEYS))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 
-from ..redact import LINE_SCREEN, screen, screen_lines
+from ..redact import literal_lines, screen_lines
 from ..schema import COUNT, RESULT_HEAD_CHARS
 from ..vocabulary import (
     ASSISTANT_MESSAGE,
@@ -27,7 +27,7 @@ from ..vocabulary import (
     USER_MESSAGE,
 )
 from .base import (
-    FORBIDDEN_SCREEN,
+    FORBIDDEN_BYTES,
     Context,
     Prior,
     Problems,
@@ -52,7 +52,6 @@ log = logging.getLogger(__name__)
 _LIFTED = {"content", "model", "interactionId", "turnId", "toolCallId", "toolName", "name", "arguments",
            "success", "error", "result", "parentToolCallId", "mcpServerName", "outputTokens", "requestId",
            "toolRequests", "apiCallId"}
-_SCREEN_BOTH = f"{LINE_SCREEN}|{FORBIDDEN_SCREEN}"
 # of a session.binary_asset: its id (``sha256:<hex of the bytes>``), type, MIME type and size
 _ASSET_KEPT = ("assetId", "type", "mimeType", "byteLength")
 
@@ -259,23 +258,21 @@ def read_span(res: ReadResult, source: Source, ctx: Context, source_kind: str, s
     reading stopped (``more``: at a line before ``stop`` that may be an event running past it); ``res.n_records``
     is the index after the last event."""
     sid = source.session_id
-    may_secret = screen() if ctx.redact.enabled else None
-    may_forbidden = screen(FORBIDDEN_SCREEN)
     pieces = windows(source.path, start, stop=stop)  # a grown log: only the new bytes; a large one a piece at a time
     piece = next(pieces)
     while True:
         base, data, final = piece
         state = ReadState(base, line)
-        # one RE2 scan of the piece's bytes finds the physical lines that may hold a secret or a forbidden
-        # key; an event on such a line is searched for each of the two, and the rules and the scrubbing
-        # walk run only where they are needed (a text lies within its event's bytes, so a screen match
-        # for it does too)
+        # an RE2 scan of the piece's bytes finds the physical lines that may hold a secret, a search for each
+        # forbidden key those that may hold one, and the rules and the scrubbing walk run only for the events on them (a
+        # text lies within its event's bytes, so a screen match for it touches one of the event's lines)
         starts = [0]
         nl = data.find(b"\n")
         while nl != -1:
             starts.append(nl + 1)
             nl = data.find(b"\n", nl + 1)
-        flagged = screen_lines(data, starts, _SCREEN_BOTH if may_secret else FORBIDDEN_SCREEN)
+        secret_lines = screen_lines(data, starts) if ctx.redact.enabled else set()
+        forbidden_lines = literal_lines(data, starts, FORBIDDEN_BYTES)
         n_starts = len(starts)
         for item in iter_jsonl(data, 0, line, state, base=base, final=final, budget=budget):
             if isinstance(item, Record):
@@ -283,16 +280,14 @@ def read_span(res: ReadResult, source: Source, ctx: Context, source_kind: str, s
                 last = first + item.n_lines
                 end = starts[last] if last < n_starts else len(data)
                 raw = data[starts[first]:end]
-                hits = (False, False)
-                if flagged and any(i in flagged for i in range(first, last)):
-                    hits = (bool(may_secret and may_secret(raw)), bool(may_forbidden(raw)))
+                hits = (_touches(secret_lines, first, last), _touches(forbidden_lines, first, last))
                 if record_rows(res, item.obj, raw, hits, note=item.note, line=item.line, offset=item.offset,
                                index=index, session_id=sid, source_kind=source_kind, path=source.path, ctx=ctx):
                     index += 1
             else:
                 res.reject(source.path, item.reason, line=item.line, offset=item.offset,
                            excerpt=ctx.excerpt(item.excerpt))
-        del data, starts, flagged
+        del data, starts, secret_lines, forbidden_lines
         if final:
             break
         ctx.spill(res, state.good_offset - base)  # a log read in pieces: its rows leave memory as it goes
@@ -303,6 +298,11 @@ def read_span(res: ReadResult, source: Source, ctx: Context, source_kind: str, s
             break
     res.n_records = index
     return state
+
+
+def _touches(lines: set[int], first: int, last: int) -> bool:
+    """Whether any of the lines ``first`` .. ``last - 1`` is in ``lines``."""
+    return bool(lines) and any(i in lines for i in range(first, last))
 
 
 def record_rows(res: ReadResult, obj: dict, raw: bytes, screen_hits: tuple[bool, bool], *, note: str, line: int,
