@@ -103,3 +103,37 @@ def test_a_home_named_twice_or_through_a_link_is_read_once(sample_home, tmp_path
     ingest(again, [sample_home])
     for sql in figures:
         assert rows(again, sql) == rows(once, sql), sql
+
+
+def test_a_log_touched_or_still_being_written_rebuilds_nothing(tmp_path):
+    """A log read on from where it stopped that gave no new row - its mtime touched (a copy, a restore), or a
+    last line Copilot is still writing - leaves its session's star rows as they are; the line once finished,
+    and a log that comes back after it was gone, do rebuild it."""
+    home, log = _home(tmp_path)
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [home])
+    star = "select session_id, n_turns, n_events, is_gone from dim_sessions"
+    before = rows(wh, star)
+    later = log.stat().st_mtime_ns + 5_000_000_000
+    os.utime(log, ns=(later, later))
+    summary = ingest(wh, [home])
+    assert (summary.n_files_read, summary.n_records, summary.n_sessions_changed) == (1, 0, 0)
+    assert rows(wh, star) == before
+    line = json.dumps({"type": "user.message", "data": {"content": "a third prompt"}, "id": "u9",
+                       "timestamp": "2026-10-01T09:09:00.000Z"})
+    with open(log, "a") as fh:
+        fh.write(line[:30])  # half an event, no line break yet
+    summary = ingest(wh, [home])
+    assert (summary.n_records, summary.n_sessions_changed) == (0, 0) and rows(wh, star) == before
+    with open(log, "a") as fh:
+        fh.write(line[30:] + "\n")
+    summary = ingest(wh, [home])
+    assert summary.n_sessions_changed == 1 and _prompts(wh)[-1] == "a third prompt"
+    moved = log.with_name("elsewhere.jsonl")
+    log.rename(moved)
+    ingest(wh, [home])
+    assert rows(wh, "select is_gone from dim_sessions") == [(True,)]
+    moved.rename(log)
+    os.utime(log, ns=(later + 10**10, later + 10**10))  # back, and touched: read on from where it stopped
+    summary = ingest(wh, [home])
+    assert summary.n_sessions_changed == 1 and rows(wh, "select is_gone from dim_sessions") == [(False,)]

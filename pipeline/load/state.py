@@ -256,6 +256,10 @@ class SourceState:
         self.summary.n_pending_tails += int(res.pending_tail)
         self.summary.n_files_read += 1
         self._record(plan, read)
+        if res.appended and not read.n_rows and plan.known is not None and plan.known.is_present:
+            # a log read on from where it stopped that gave nothing new (its time touched, or a last line still
+            # being written): its sessions' staged rows are as they were, and so are their star rows
+            return set()
         return before | read.sessions | ({sid} if sid else set())
 
     def _record(self, plan: Plan, read: Read) -> None:
