@@ -68,6 +68,46 @@ def test_a_log_swapped_for_another_of_the_same_size_and_mtime_is_read_again(tmp_
     assert ingest(wh, [home]).n_files_read == 0  # and not again
 
 
+def test_an_edit_in_the_middle_of_a_log_with_its_mtime_set_back_is_read_again(tmp_path):
+    """A log's fingerprint holds its change time and inode: an edit anywhere in it - not only in the first 4 KiB
+    or the 4 KiB before where reading stopped, which is all a content check reads - is seen, and a log nobody
+    wrote to is neither opened nor read (no digest is taken of it)."""
+    from pipeline.extract import events
+
+    home, log = _home(tmp_path, prompts=[f"step {k}: " + "refactor the parser " * 20 for k in range(40)])
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [home])
+    stat = log.stat()
+    text = log.read_text()
+    middle = text.index("step 20:")
+    assert 4096 < middle < len(text) - 4096
+    log.write_text(text[:middle] + "STEP" + text[middle + 4:])  # the same size
+    os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert ingest(wh, [home]).n_files_read == 1
+    assert _prompts(wh)[20].startswith("STEP 20:")
+    opened = []
+    real = events.head_and_tail_digests
+    events.head_and_tail_digests = lambda *a: opened.append(a) or real(*a)
+    try:
+        assert ingest(wh, [home]).n_files_read == 0 and opened == []
+    finally:
+        events.head_and_tail_digests = real
+
+
+def test_where_a_file_keeps_no_change_time_a_swapped_log_is_found_by_its_content(tmp_path, monkeypatch):
+    """Windows' st_ctime is a creation time: there a log's fingerprint is its size and mtime, and a log whose
+    size and mtime are as recorded has its head and tail checked instead."""
+    from pipeline.extract import base
+    from pipeline.load import state
+
+    monkeypatch.setattr(base, "CHANGE_TIME", False)
+    monkeypatch.setattr(state, "CHANGE_TIME", False)
+    test_a_log_swapped_for_another_of_the_same_size_and_mtime_is_read_again(tmp_path)
+    home = tmp_path / "copilot-home"
+    assert rows(tmp_path / "w.duckdb", "select count(*) from _source_files where fingerprint like '%:%:%'") == [(0,)]
+    assert ingest(tmp_path / "w.duckdb", [home]).n_files_read == 0
+
+
 def test_a_rebuild_from_scratch_keeps_a_session_whose_folder_was_deleted(sample_home, tmp_path):
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import duckdb
 
 from ..extract import READERS, fingerprint
-from ..extract.base import Prior, Source
+from ..extract.base import CHANGE_TIME, Prior, Source
 from ..extract.events import head_and_tail_digests
 from ..extract.parallel import Read
 from ..redact import Redactor, stored_path
@@ -94,8 +94,9 @@ def restore_gone(con: duckdb.DuckDBPyConnection) -> None:
 def _swapped(src: Source, prior: Prior) -> bool:
     """An append-only log whose size and mtime are as the last run left them but whose first 4 KiB or the 4
     KiB before where reading stopped are not (a file put in its place with its mtime restored): read again.
-    Two reads of 4 KiB per log and run, from one open; other sources are taken at their size and mtime."""
-    if src.kind not in APPEND_KINDS or not prior.head_digest:
+    Two reads of 4 KiB per log and run, from one open, where its fingerprint cannot tell (no ``CHANGE_TIME``:
+    Windows); other sources are taken at their size and mtime."""
+    if CHANGE_TIME or src.kind not in APPEND_KINDS or not prior.head_digest:
         return False
     try:
         return head_and_tail_digests(src.path, prior.last_good_offset) != (prior.head_digest, prior.tail_digest)
