@@ -113,6 +113,9 @@ class _Run:
     started: float
     mark: float
     affected: set[str] = field(default_factory=set)
+    # the stored star rows were built by this version with this run's share of each tool output: the star
+    # replaces only the rows that differ (load.star.rebuild)
+    compare: bool = True
     root_repos: dict[str, str] = field(default_factory=dict)
     redactions: Counter = field(default_factory=Counter)
 
@@ -152,6 +155,8 @@ def _prepare(con: duckdb.DuckDBPyConnection, folder: Path, summary: RunSummary, 
         log.warning("fct_tool_calls now holds %s of each tool output (it held %s): rebuilding every "
                     "session's star rows", _chars(run.chars), _chars(held))
         run.affected |= run.state.all_staged_sessions()
+        run.compare = False
+    run.compare = run.compare and not (full or run.upgrade)
     return run
 
 
@@ -213,7 +218,7 @@ def _stage(run: _Run, roots: list[str]) -> None:
 def _build(run: _Run) -> None:
     """The star rows of the sessions that changed, then the SQL models and the checks."""
     run.tell(0, 0, "star schema")
-    star.rebuild(run.con, sorted(run.affected), run.folder / "star", run.root_repos, run.chars)
+    star.rebuild(run.con, sorted(run.affected), run.folder / "star", run.root_repos, run.chars, run.compare)
     if run.affected:  # ids no session answers to: an empty chat, a file that names none (said in the summary)
         kept = key_table(run.con, "_rebuilt", sorted(run.affected))
         run.summary.n_sessions_changed = run.con.execute(

@@ -130,6 +130,51 @@ def test_a_grown_log_adds_exactly_the_new_records(sample_home, tmp_path):
     assert snapshot(wh, tables) == incremental
 
 
+def test_a_grown_session_keeps_the_star_rows_that_did_not_change(sample_home, tmp_path, monkeypatch):
+    """A session read again replaces only the star rows that differ from what was stored: of its tool calls, only
+    those that changed are inserted again (and have their output filled in), and what changed - a turn added, a
+    tool output edited in place - is as a rebuild from scratch has it."""
+    from pipeline.load import star
+
+    inserted = []
+    fill = star.fill_outputs
+
+    def counting(con, in_affected, chars):
+        inserted.append(con.execute(f"select tool_call_id from {star._CALLS} order by all").fetchall())
+        fill(con, in_affected, chars)
+    monkeypatch.setattr(star, "fill_outputs", counting)
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    log = next(p for p in sample_home.glob("session-state/*/events.jsonl") if "Token refresh rotation" in
+               (p.parent / "workspace.yaml").read_text())
+    sid = log.parent.name
+    calls = "select tool_call_id, result_content from fct_tool_calls where session_id = ? order by all"
+    calls_before = rows(wh, calls, [sid])
+    assert len(calls_before) == 9 and len(inserted[0]) == 24  # every call of the sample, on the first run
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write('{"type":"user.message","data":{"content":"and the refresh TTL?"},"id":"new-1",'
+                 '"timestamp":"2026-09-07T10:00:00.000Z","parentId":null}\n')
+    assert ingest(wh, [sample_home]).n_sessions_changed == 1
+    assert inserted[1] == [] and rows(wh, calls, [sid]) == calls_before
+    assert rows(wh, "select turn_index, user_message from fct_turns where session_id = ? order by all",
+                [sid])[-1] == (2, "and the refresh TTL?")
+
+    outputs = [c[1] for c in calls_before]
+    edited = next(c for c in calls_before if c[1] and outputs.count(c[1]) == 1 and "Created" in c[1])
+    old, new = edited[1], edited[1].swapcase()
+    text = log.read_text(encoding="utf-8")
+    log.write_text(text.replace(old, new), encoding="utf-8")  # its content and detailedContent; the same size
+    assert ingest(wh, [sample_home]).n_sessions_changed == 1
+    assert inserted[2] == [(edited[0],)]
+    after = dict(rows(wh, calls, [sid]))
+    assert new in after[edited[0]] and {k: v for k, v in after.items() if k != edited[0]} == {
+        k: v for k, v in calls_before if k != edited[0]}
+    tables = STAR_TABLES + [t.name for t in MODELS]
+    incremental = snapshot(wh, tables)
+    ingest(wh, [sample_home], full=True)
+    assert snapshot(wh, tables) == incremental
+
+
 def test_a_new_session_naming_a_folders_repository_moves_the_older_sessions_there(sample_home, tmp_path):
     # the two webapp sessions know their folder, not its repository; a session read later names it.
     # Only the new session's places are read from the staged rows (load.star.root_repositories):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from ..parts import frame, write_part
-from ..schema import STAGING, STAR
+from ..schema import STAGING, STAR, TABLES
 from ..vocabulary import ASSISTANT_MESSAGE, ASSISTANT_USAGE, SESSION_START, SYSTEM_MESSAGE
 from ..warehouse import RESULT_CHARS, RESULT_HEAD_CHARS, key_table, memory_limit_unless_set, release_cache
 from .builder import CATEGORICAL, build_batch
@@ -160,10 +160,13 @@ def root_repositories(con: duckdb.DuckDBPyConnection,
 
 
 def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path,
-            root_repos: dict[str, str] | None = None, chars: int = RESULT_CHARS) -> None:
+            root_repos: dict[str, str] | None = None, chars: int = RESULT_CHARS, compare: bool = False) -> None:
     """Replace the star rows of the affected sessions, built batch by batch (``_Builders``: on a second
     thread while the next batch is pulled, or on worker processes when there are many events); fct_tool_calls
-    holds the first ``chars`` characters of each tool output (0: all of it)."""
+    holds the first ``chars`` characters of each tool output (0: all of it).
+
+    ``compare``: the stored rows of those sessions were built by this version with the same ``chars``; then only
+    the rows that differ from what was built are replaced (``_store_differences``), not every row of a session."""
     if not affected:
         return
     # the tool calls wait in a temp table: fill_outputs then adds what fct_tool_calls holds of each output
@@ -172,6 +175,12 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     pulls = _pulls()
     present = con.sql("select source_path, session_id from _source_files where is_present").pl()
     in_affected = key_table(con, "_star_affected", affected)
+    compare = compare and con.execute(f"select exists (select 1 from dim_sessions where session_id in {in_affected})"
+                                      ).fetchone()[0]
+    targets = {t: _CALLS if t == "fct_tool_calls" else (_built(t) if compare else t) for t in SESSION_TABLES}
+    for table, target in targets.items():
+        if target == _built(table):
+            con.execute(f'create or replace temp table "{target}" as select * from "{table}" limit 0')
     batches, spans = _batches(con, affected, in_affected)
     pull_memory = memory_limit_unless_set(STAR_PULL_MEMORY)
     total = sum(_n_events(runs) for runs in spans.values())
@@ -184,18 +193,54 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
             queries = {name: f"{select} session_id in {in_batch}{_span(table, batch, spans)}"
                              f"{_ORDER.get(table, ' order by all')}" for name, table, select in pulls}
             for built in builders.submit(k, queries, large):
-                _store(spool, built)
+                _store(spool, built, targets)
             release_cache(con, pull_memory)  # the pull's sort: not needed while the batch is built
         for built in builders.drain():
-            _store(spool, built)
+            _store(spool, built, targets)
     release_cache(con)  # the usual limit again
-    for table in SESSION_TABLES:
-        con.execute(f'delete from "{table}" where session_id in {in_affected}')
     con.execute('drop table "_star_batch"')
-    spool.load()
+    if compare:
+        spool.load()
+        _store_differences(con, in_affected)
+    else:
+        for table in SESSION_TABLES:
+            con.execute(f'delete from "{table}" where session_id in {in_affected}')
+        spool.load()
     fill_outputs(con, in_affected, chars)
     con.execute('drop table "_star_affected"')
     _rebuild_memories_of_no_session(con)
+
+
+def _built(table: str) -> str:
+    """The temp table a star table's rows wait in when only their differences are stored."""
+    return f"_star_built_{table}"
+
+
+# what of a tool call is not compared: the part of its output it holds, which fill_outputs takes from the staged
+# event it came from (RESULT_SOURCE) - the same text when that event's output has the same length and MD5
+_NOT_COMPARED = {"fct_tool_calls": ("result_content",)}
+
+
+def _store_differences(con: duckdb.DuckDBPyConnection, in_affected: str) -> None:
+    """Of each star table, the stored rows of the affected sessions that are not among the rows just built go, and
+    the rows built that are not among those stored come in: a session grown by one event keeps its other rows
+    (one 500 MB session grown by an event: the whole session's 56,000 tool calls, 8,000 turns and their texts
+    deleted, inserted and their outputs filled in again before, 0.9 s of a 4.5 s run). Rows are compared whole,
+    NULLs equal; a table's keys are unique (checked), so no two of its rows are equal. The tool calls that stay
+    out of fct_tool_calls stay in ``_CALLS``, for fill_outputs."""
+    for table in SESSION_TABLES:
+        built = _CALLS if table == "fct_tool_calls" else _built(table)
+        skip = _NOT_COMPARED.get(table, ())
+        same = " and ".join(f'b."{c.name}" is not distinct from s."{c.name}"' for c in TABLES[table].columns
+                            if c.name not in skip)
+        con.execute(f'delete from "{table}" as s where session_id in {in_affected} '
+                    f'and not exists (select 1 from "{built}" as b where {same})')
+        kept = f'exists (select 1 from "{table}" as s where s.session_id in {in_affected} and {same})'
+        if built == _CALLS:
+            con.execute(f'delete from "{built}" as b where {kept}')
+        else:
+            con.execute(f'insert into "{table}" select * from "{built}" as b where not {kept}')
+            con.execute(f'drop table "{built}"')
 
 
 def fill_outputs(con: duckdb.DuckDBPyConnection, in_affected: str, chars: int) -> None:
@@ -293,11 +338,11 @@ def _span(table: str, batch: list[str], spans: dict[str, list[tuple[int, int]]])
 _CALLS = "_star_tool_calls"  # this run's tool calls before their outputs are filled in (a temp table)
 
 
-def _store(spool: Spool, star: dict) -> None:
-    """A batch's star rows into the spool - frames built here, or Parquet parts a worker wrote; its tool calls
-    into the temp table ``_CALLS``, where ``fill_outputs`` finds them."""
+def _store(spool: Spool, star: dict, targets: dict[str, str]) -> None:
+    """A batch's star rows into the spool - frames built here, or Parquet parts a worker wrote - for the tables
+    ``targets`` names: its tool calls into the temp table ``_CALLS``, where ``fill_outputs`` finds them."""
     for table in SESSION_TABLES:
-        rows, target = star[table], _CALLS if table == "fct_tool_calls" else table
+        rows, target = star[table], targets[table]
         if isinstance(rows, tuple):  # (Parquet part, rows), from a worker
             spool.add_part(target, *rows)
         else:
