@@ -425,15 +425,22 @@ def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame
         _json_num(pl.col("extra"), "$.totalPremiumRequests", pl.Float64).alias("premium"))
 
     per_session: dict[str, dict] = defaultdict(lambda: {"legs": [], "shutdown": {}, "ck": defaultdict(list),
-                                                        "msg": defaultdict(list), "req": defaultdict(list)})
+                                                        "msg": defaultdict(list), "msg_at": defaultdict(dict),
+                                                        "req": defaultdict(list)})
     for r in legs.iter_rows(named=True):
         per_session[r["session_id"]]["legs"].append(r)
     for r in shutdowns.iter_rows(named=True):
         per_session[r["session_id"]]["shutdown"][r["leg_index"]] = _parse(r["extra"])
     for r in checkpoints.iter_rows(named=True):
         per_session[r["session_id"]]["ck"][r["leg_index"]].append(r)
-    for r in msg.iter_rows(named=True):
+    # of a message, only what the legs read of it (one per model call: 200,000 in one session, where each column
+    # more, a time above all, made each row a Python object slower to build), and when each leg last used each
+    # model by its messages (``msg_at``: leg -> model as logged -> time)
+    for r in msg.select("session_id", "leg_index", "obs_index", "model", "output_tokens").iter_rows(named=True):
         per_session[r["session_id"]]["msg"][r["leg_index"]].append(r)
+    for sid, leg, model, at in msg.group_by("session_id", "leg_index", "model").agg(
+            pl.col("requested_at").max()).iter_rows():
+        per_session[sid]["msg_at"][leg][model] = at
     for r in pl.concat([store, uev], how="diagonal_relaxed").iter_rows(named=True):
         per_session[r["session_id"]]["req"][r["leg_index"]].append(r)
     has_tokens = set(msg.filter(pl.col("output_tokens").is_not_null())["session_id"].unique().to_list())
@@ -527,6 +534,7 @@ def _session_legs(sid: str, legs: list[dict], s: dict, has_tokens: bool, version
     for leg in legs:
         n = leg["leg_index"]
         msgs, reqs, cks = s["msg"].get(n, []), s["req"].get(n, []), s["ck"].get(n, [])
+        msg_at = s["msg_at"].get(n, {})
         shutdown = s["shutdown"].get(n)
         parts: dict[str, _Part] = {}
         if shutdown is not None:
@@ -552,9 +560,9 @@ def _session_legs(sid: str, legs: list[dict], s: dict, has_tokens: bool, version
             if total_nano is not None and has_tokens and _fill_left_out(
                     parts, msgs, total_nano - (base or 0) if cum_cost else total_nano, leg_premium):
                 token_source = "shutdown_messages"
-            for m in msgs:  # the leg's figures are dated by its last message of the model
-                if m["model"] in parts:
-                    parts[m["model"]].used_at = _later(parts[m["model"]].used_at, m["requested_at"])
+            for model, at in msg_at.items():  # the leg's figures are dated by its last message of the model
+                if model in parts:
+                    parts[model].used_at = _later(parts[model].used_at, at)
             if total_nano is not None:
                 running = total_nano if cum_cost else (base or 0) + total_nano
             if total_premium is not None:
@@ -573,7 +581,9 @@ def _session_legs(sid: str, legs: list[dict], s: dict, has_tokens: bool, version
                 p.requests += 1
                 if m["output_tokens"] is not None:
                     p.tokens["output_tokens"] = (p.tokens["output_tokens"] or 0) + m["output_tokens"]
-                p.used_at = _later(p.used_at, m["requested_at"])
+            for model, at in msg_at.items():
+                p = parts[model or UNKNOWN_MODEL]
+                p.used_at = _later(p.used_at, at)
             running, running_premium = _checkpoint_costs(parts, msgs, cks, running, running_premium,
                                                          bool(leg["is_auto"]))
             running_is_total = running_is_total or bool(cks)
@@ -778,21 +788,21 @@ def request_costs(requests: pl.DataFrame, auto: set[tuple[str, int]] | None = No
     (session, leg) pairs on auto model selection (10% off estimates)."""
     auto = auto or set()
     credits, sources = [], []
-    for r in requests.select("session_id", "leg_index", "model", "requested_at", "nano_aiu", *_TOKENS).iter_rows(
-            named=True):
-        if r["nano_aiu"] is not None:
-            credits.append((Decimal(r["nano_aiu"]) / prices.NANO_PER_CREDIT).quantize(prices.CREDIT_PLACES))
+    # rows as tuples, not dicts, and the day of each, not its time: one per model call, 200,000 in one session
+    for sid, leg, model, day, nano, inp, out, cache_read, cache_write, _reasoning in requests.select(
+            "session_id", "leg_index", "model", pl.col("requested_at").dt.date(), "nano_aiu", *_TOKENS).iter_rows():
+        if nano is not None:
+            credits.append((Decimal(nano) / prices.NANO_PER_CREDIT).quantize(prices.CREDIT_PLACES))
             sources.append("logged")
             continue
         rates = None
-        if r["input_tokens"] is not None and r["output_tokens"] is not None and r["model"] != UNKNOWN_MODEL:
-            rates = prices.rates(r["model"], r["requested_at"].date() if r["requested_at"] else None)
+        if inp is not None and out is not None and model != UNKNOWN_MODEL:
+            rates = prices.rates(model, day)
         if rates is None:
             credits.append(None)
             sources.append("unknown")
             continue
-        usd = rates.usd(r["input_tokens"], r["output_tokens"], r["cache_read_tokens"], r["cache_write_tokens"],
-                        (r["session_id"], r["leg_index"]) in auto)
+        usd = rates.usd(inp, out, cache_read, cache_write, (sid, leg) in auto)
         credits.append((usd / prices.USD_PER_CREDIT).quantize(prices.CREDIT_PLACES))
         sources.append("estimated")
     return requests.with_columns(
