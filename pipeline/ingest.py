@@ -218,7 +218,9 @@ def _stage(run: _Run, roots: list[str]) -> None:
 def _build(run: _Run) -> None:
     """The star rows of the sessions that changed, then the SQL models and the checks."""
     run.tell(0, 0, "star schema")
-    star.rebuild(run.con, sorted(run.affected), run.folder / "star", run.root_repos, run.chars, run.compare)
+    sessionless = run.state.sessionless_changed
+    star.rebuild(run.con, sorted(run.affected), run.folder / "star", run.root_repos, run.chars, run.compare,
+                 sessionless)
     if run.affected:  # ids no session answers to: an empty chat, a file that names none (said in the summary)
         kept = key_table(run.con, "_rebuilt", sorted(run.affected))
         run.summary.n_sessions_changed = run.con.execute(
@@ -226,7 +228,7 @@ def _build(run: _Run) -> None:
         run.summary.n_not_sessions = len(run.affected) - run.summary.n_sessions_changed
         run.con.execute('drop table "_rebuilt"')
     run.phase("star")
-    if not (run.affected or run.new_models):
+    if not (run.affected or run.new_models or sessionless):
         return
     whole = run.full or run.upgrade or run.new_models or not incremental_models_filled(run.con)
     scope = None if whole else sorted(run.affected)  # None: every session

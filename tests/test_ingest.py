@@ -591,3 +591,27 @@ def test_release_cache_gives_back_duckdbs_memory_and_keeps_the_limit(tmp_path, m
     lowered = other.execute("select current_setting('memory_limit')").fetchone()[0]
     assert con.execute("select current_setting('memory_limit')").fetchone()[0] == lowered != limit
     con.close()
+
+
+def test_a_user_memory_changed_alone_reaches_the_star_and_the_search_index(tmp_path):
+    """A user or repository memory belongs to no session: edited when no session changed, its fct_memories row
+    and its search document still change (they stayed as the first run left them), as a rebuild has them."""
+    import shutil
+
+    for name in ("copilot-home", "vscode-user"):
+        shutil.copytree(REPO / "data" / "sample" / name, tmp_path / name)
+    home, user = tmp_path / "copilot-home", tmp_path / "vscode-user"
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [home], [user])
+    memory = user / "globalStorage" / "github.copilot-chat" / "memory-tool" / "memories" / "preferences.md"
+    with open(memory, "a", encoding="utf-8") as fh:
+        fh.write("- Run make lint before every commit.\n")
+    summary = ingest(wh, [home], [user])
+    assert (summary.n_files_read, summary.n_sessions_changed) == (1, 0)
+    assert rows(wh, "select count(*) from fct_memories where session_id is null and content like '%make lint%'") \
+        == [(1,)]
+    assert rows(wh, "select count(*) from int_search_docs where kind = 'memory' and text like '%make lint%'") == [(1,)]
+    tables = STAR_TABLES + [t.name for t in MODELS]
+    incremental = snapshot(wh, tables)
+    ingest(wh, [home], [user], full=True)
+    assert snapshot(wh, tables) == incremental

@@ -160,14 +160,19 @@ def root_repositories(con: duckdb.DuckDBPyConnection,
 
 
 def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path,
-            root_repos: dict[str, str] | None = None, chars: int = RESULT_CHARS, compare: bool = False) -> None:
+            root_repos: dict[str, str] | None = None, chars: int = RESULT_CHARS, compare: bool = False,
+            sessionless: bool = False) -> None:
     """Replace the star rows of the affected sessions, built batch by batch (``_Builders``: on a second
     thread while the next batch is pulled, or on worker processes when there are many events); fct_tool_calls
     holds the first ``chars`` characters of each tool output (0: all of it).
 
     ``compare``: the stored rows of those sessions were built by this version with the same ``chars``; then only
-    the rows that differ from what was built are replaced (``_store_differences``), not every row of a session."""
+    the rows that differ from what was built are replaced (``_store_differences``), not every row of a session.
+    ``sessionless``: rows of no session were read (memories of a user or repository): their star rows are rebuilt
+    even when no session changed."""
     if not affected:
+        if sessionless:
+            _rebuild_memories_of_no_session(con)
         return
     # the tool calls wait in a temp table: fill_outputs then adds what fct_tool_calls holds of each output
     con.execute(f"create or replace temp table {_CALLS} as select * from fct_tool_calls limit 0")

@@ -116,6 +116,9 @@ class SourceState:
         self.con, self.spool, self.summary, self.redact = con, spool, summary, redact
         self.known = self._known()
         self.seen: set[str] = set()
+        # a source whose rows belong to no session was read (a user or repository memory): the star rows of no
+        # session (load.star.rebuild) and the models' rows of no session are rebuilt, whatever session changed
+        self.sessionless_changed = False
         self._old_rejects: list[str] = []  # sources whose earlier _rejects rows go (see flush)
 
     def key(self, path: str | None) -> str | None:
@@ -261,7 +264,9 @@ class SourceState:
             # a log read on from where it stopped that gave nothing new (its time touched, or a last line still
             # being written): its sessions' staged rows are as they were, and so are their star rows
             return set()
-        return before | read.sessions | ({sid} if sid else set())
+        sessions = before | read.sessions | ({sid} if sid else set())
+        self.sessionless_changed |= not sessions
+        return sessions
 
     def _record(self, plan: Plan, read: Read) -> None:
         """Remember a source's fingerprint (and, for logs, where to resume) after a read that worked."""
