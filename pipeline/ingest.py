@@ -219,8 +219,8 @@ def _build(run: _Run) -> None:
     """The star rows of the sessions that changed, then the SQL models and the checks."""
     run.tell(0, 0, "star schema")
     sessionless = run.state.sessionless_changed
-    star.rebuild(run.con, sorted(run.affected), run.folder / "star", run.root_repos, run.chars, run.compare,
-                 sessionless)
+    changed = star.rebuild(run.con, sorted(run.affected), run.folder / "star", run.root_repos, run.chars,
+                           run.compare, sessionless)
     if run.affected:  # ids no session answers to: an empty chat, a file that names none (said in the summary)
         kept = key_table(run.con, "_rebuilt", sorted(run.affected))
         run.summary.n_sessions_changed = run.con.execute(
@@ -228,10 +228,12 @@ def _build(run: _Run) -> None:
         run.summary.n_not_sessions = len(run.affected) - run.summary.n_sessions_changed
         run.con.execute('drop table "_rebuilt"')
     run.phase("star")
-    if not (run.affected or run.new_models or sessionless):
+    # the models read the star only: a session read again whose star rows are as they were (a workspace's chat
+    # index rewritten for one of its chats re-stages them all) changes none of their rows
+    if not (changed or run.new_models or sessionless):
         return
     whole = run.full or run.upgrade or run.new_models or not incremental_models_filled(run.con)
-    scope = None if whole else sorted(run.affected)  # None: every session
+    scope = None if whole else sorted(changed)  # None: every session
     run.tell(0, 0, "SQL models")
     run_models(run.con, scope)
     run.phase("models")

@@ -615,3 +615,30 @@ def test_a_user_memory_changed_alone_reaches_the_star_and_the_search_index(tmp_p
     incremental = snapshot(wh, tables)
     ingest(wh, [home], [user], full=True)
     assert snapshot(wh, tables) == incremental
+
+
+def test_the_models_run_for_the_sessions_whose_star_rows_changed(sample_home, tmp_path, monkeypatch):
+    """A session read again whose star rows come out as they were (its workspace.yaml rewritten as it was) sends
+    nothing through the models; a session that grew sends itself only."""
+    import pipeline.ingest as ingest_module
+
+    scopes = []
+    run_models = ingest_module.run_models
+    monkeypatch.setattr(ingest_module, "run_models", lambda con, scope: scopes.append(scope) or run_models(con, scope))
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    assert scopes == [None]  # a new warehouse: every model whole
+    yaml = next(p for p in sample_home.glob("session-state/*/workspace.yaml") if "Token refresh rotation" in
+                p.read_text())
+    yaml.write_bytes(yaml.read_bytes())  # the same bytes, a new mtime: read and staged again
+    summary = ingest(wh, [sample_home])
+    assert (summary.n_files_read, summary.n_sessions_changed) == (1, 1) and scopes == [None]
+    with open(yaml.parent / "events.jsonl", "a", encoding="utf-8") as fh:
+        fh.write('{"type":"user.message","data":{"content":"and the refresh TTL?"},"id":"new-1",'
+                 '"timestamp":"2026-09-07T10:00:00.000Z","parentId":null}\n')
+    ingest(wh, [sample_home])
+    assert scopes == [None, [yaml.parent.name]]
+    tables = STAR_TABLES + [t.name for t in MODELS]
+    incremental = snapshot(wh, tables)
+    ingest(wh, [sample_home], full=True)
+    assert snapshot(wh, tables) == incremental

@@ -161,7 +161,7 @@ def root_repositories(con: duckdb.DuckDBPyConnection,
 
 def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path,
             root_repos: dict[str, str] | None = None, chars: int = RESULT_CHARS, compare: bool = False,
-            sessionless: bool = False) -> None:
+            sessionless: bool = False) -> set[str]:
     """Replace the star rows of the affected sessions, built batch by batch (``_Builders``: on a second
     thread while the next batch is pulled, or on worker processes when there are many events); fct_tool_calls
     holds the first ``chars`` characters of each tool output (0: all of it).
@@ -169,11 +169,12 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     ``compare``: the stored rows of those sessions were built by this version with the same ``chars``; then only
     the rows that differ from what was built are replaced (``_store_differences``), not every row of a session.
     ``sessionless``: rows of no session were read (memories of a user or repository): their star rows are rebuilt
-    even when no session changed."""
+    even when no session changed. Returns the sessions whose star rows changed (with ``compare``: those of the
+    affected sessions that differ from what was stored; else all of them)."""
     if not affected:
         if sessionless:
             _rebuild_memories_of_no_session(con)
-        return
+        return set()
     # the tool calls wait in a temp table: fill_outputs then adds what fct_tool_calls holds of each output
     con.execute(f"create or replace temp table {_CALLS} as select * from fct_tool_calls limit 0")
     spool = Spool(con, spool_dir, load_memory=memory_limit_unless_set(STAR_LOAD_MEMORY))
@@ -204,9 +205,10 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
             _store(spool, built, targets)
     release_cache(con)  # the usual limit again
     con.execute('drop table "_star_batch"')
+    changed = set(affected)
     if compare:
         spool.load()
-        _store_differences(con, in_affected)
+        changed = _store_differences(con, in_affected)
     else:
         for table in SESSION_TABLES:
             con.execute(f'delete from "{table}" where session_id in {in_affected}')
@@ -214,6 +216,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     fill_outputs(con, in_affected, chars)
     con.execute('drop table "_star_affected"')
     _rebuild_memories_of_no_session(con)
+    return changed
 
 
 def _built(table: str) -> str:
@@ -226,26 +229,32 @@ def _built(table: str) -> str:
 _NOT_COMPARED = {"fct_tool_calls": ("result_content",)}
 
 
-def _store_differences(con: duckdb.DuckDBPyConnection, in_affected: str) -> None:
+def _store_differences(con: duckdb.DuckDBPyConnection, in_affected: str) -> set[str]:
     """Of each star table, the stored rows of the affected sessions that are not among the rows just built go, and
     the rows built that are not among those stored come in: a session grown by one event keeps its other rows
     (one 500 MB session grown by an event: the whole session's 56,000 tool calls, 8,000 turns and their texts
     deleted, inserted and their outputs filled in again before, 0.9 s of a 4.5 s run). Rows are compared whole,
     NULLs equal; a table's keys are unique (checked), so no two of its rows are equal. The tool calls that stay
-    out of fct_tool_calls stay in ``_CALLS``, for fill_outputs."""
+    out of fct_tool_calls stay in ``_CALLS``, for fill_outputs. Returns the sessions any of whose rows changed."""
+    changed: set[str] = set()
     for table in SESSION_TABLES:
         built = _CALLS if table == "fct_tool_calls" else _built(table)
         skip = _NOT_COMPARED.get(table, ())
         same = " and ".join(f'b."{c.name}" is not distinct from s."{c.name}"' for c in TABLES[table].columns
                             if c.name not in skip)
-        con.execute(f'delete from "{table}" as s where session_id in {in_affected} '
-                    f'and not exists (select 1 from "{built}" as b where {same})')
+        changed.update(r[0] for r in con.execute(
+            f'delete from "{table}" as s where session_id in {in_affected} '
+            f'and not exists (select 1 from "{built}" as b where {same}) returning session_id').fetchall())
         kept = f'exists (select 1 from "{table}" as s where s.session_id in {in_affected} and {same})'
         if built == _CALLS:
             con.execute(f'delete from "{built}" as b where {kept}')
+            changed.update(r[0] for r in con.execute(f'select distinct session_id from "{built}"').fetchall())
         else:
-            con.execute(f'insert into "{table}" select * from "{built}" as b where not {kept}')
+            changed.update(r[0] for r in con.execute(
+                f'insert into "{table}" select * from "{built}" as b where not {kept} returning session_id'
+            ).fetchall())
             con.execute(f'drop table "{built}"')
+    return changed
 
 
 def fill_outputs(con: duckdb.DuckDBPyConnection, in_affected: str, chars: int) -> None:
