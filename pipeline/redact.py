@@ -23,6 +23,7 @@ tests/test_secrets_corpus.py measures recall and precision on a labelled corpus.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import re
 from collections import Counter
@@ -38,6 +39,13 @@ _CMD_VALUE = r"(?P<q>\\*[\"'])?(?P<v>(?(q)[^\"'\r\n\\]{1,256}|(?!-)[^\s\"'\\;|&<
 # the rest of the command a name starts, up to the option that follows it (not past a line, a pipe or a `;`)
 _IN_COMMAND = r"[^\r\n|;&]{0,300}?[ \t]"
 _NETRC_SEP = r"(?:[ \t]+|[ \t]*(?:\r?\n|(?:\\+r)?\\+n)[ \t]*)"  # a line break written out too (`\n` in JSON)
+# a word that makes a name a secret's (the named values' screen, below, and a Terraform variable's name)
+_SECRET_WORD = r"(?i:pass|pwd|secret|token|key|auth|credential|creds|cookie|sig|pin|connection[_.-]?string)"
+# a command that reads a secret from its input, up to where the secret is given (here-string) or read (a pipe)
+_STDIN_SECRET = (r"(?:\bsudo[ \t]+(?:-[A-Za-z]+[ \t]+)*-[A-Za-z]*S\b|\bkinit\b"
+                 r"|\b(?:ch)?passwd\b[^\r\n|;&]{0,100}?--stdin|\bvercel[ \t]+env[ \t]+add\b|\bnpm[ \t]+login\b"
+                 r"|--password-stdin\b|--with-token\b|\bop[ \t]+signin\b)")
+
 _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     ("private_key", r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?"
                     r"(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|\Z)", ("-----begin",)),
@@ -148,6 +156,22 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
                        r"(?P<v>[^\s@/\"'\\]{1,256})", ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl")),
     ("command_secret", r"\bnuget[ \t]+(?:add|update)[ \t]+source\b" + _IN_COMMAND + r"-p[ \t]+" + _CMD_VALUE,
      ("nuget",)),
+    # rabbitmqadmin's -p, doctl's token, MinIO's `mc alias set <alias> <url> <access key> <secret key>`
+    ("command_secret", r"\brabbitmqadmin\b" + _IN_COMMAND + r"-p[ \t]+" + _CMD_VALUE, ("rabbitmqadmin",)),
+    ("command_secret", r"\bdoctl[ \t]+auth[ \t]+init\b" + _IN_COMMAND + r"-t[ \t]+" + _CMD_VALUE, ("doctl",)),
+    ("command_secret", r"\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)(?:[ \t]+(?!-)[^\s\"'\\]+){3}[ \t]+"
+                       + _CMD_VALUE, ("mc",)),
+    # a secret written to a command that reads one from its input: a here-string (`gh auth login --with-token <<<
+    # ...`, `sudo -S <<< ...`) or echo/printf piped to it (`echo ... | docker login --password-stdin`)
+    ("command_secret", _STDIN_SECRET + r"[^\r\n|;&]{0,300}?<<<[ \t]*" + _CMD_VALUE,
+     ("sudo", "kinit", "passwd", "chpasswd", "vercel", "npm", "--", "op ")),
+    ("command_secret", r"\b(?:echo|printf)[ \t]+(?:-[A-Za-z]+[ \t]+)*(?:\\*[\"'][^\"'\r\n]*%[^\"'\r\n]*\\*[\"'][ \t]+)?"
+                       + _CMD_VALUE + r"\\*[\"']?[ \t]*\|[ \t]*(?=" + _STDIN_SECRET
+                       + r"|[^\r\n|;&]{0,300}?(?:--password-stdin|--with-token)\b)",
+     ("echo", "printf")),
+    # a Terraform variable named for a secret, its default in its block (`variable "db_password" { default = "..." }`)
+    ("command_secret", r"\bvariable[ \t]+\\*\"(?P<n>[\w-]*" + _SECRET_WORD + r"[\w-]*)\\*\"[ \t]*\{[^{}]{0,500}?"
+                       r"\bdefault[ \t]*=[ \t]*" + _CMD_VALUE, ("variable",)),
     # SQL: CREATE/ALTER USER ... PASSWORD '...', IDENTIFIED BY '...', SET PASSWORD = PASSWORD('...')
     ("sql_password", r"(?i:\b(?:password|identified[ \t]+by))[ \t]*=?[ \t]*(?i:password[ \t]*)?\(?[ \t]*"
                      r"(?P<q>\\*')(?P<v>[^'\\\r\n]{1,256})(?P=q)", ("password", "identified")),
@@ -350,13 +374,31 @@ _CJK = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]")
 _RANDOM_RUN = re.compile(r"^(?:(?=(?:[^0-9]*[0-9]){3})(?=(?:[^A-Za-z]*[A-Za-z]){3})[A-Za-z0-9_]{12,}"
                          r"|(?=(?:[^0-9]*[0-9]){6})[0-9a-fA-F]{16,})$")
 _MEMBER = re.compile(r"^[A-Za-z_$]+(?:\.[A-Za-z_$]+)+$")  # names without digits: a secret has some
-# base64 of 16 characters or more, digits and letters among them (Docker's `"auth"`: base64 of user:password)
-_BASE64ISH = re.compile(r"^(?=(?:[^0-9]*[0-9]){2})(?=(?:[^A-Za-z]*[A-Za-z]){6})[A-Za-z0-9+/_-]{16,}={0,2}$")
+# base64 of 16 characters or more, digits and letters among them (Docker's `"auth"`: base64 of user:password), or
+# padded as base64 is (a password's base64 may hold one digit or none)
+_BASE64ISH = re.compile(r"^(?:(?=(?:[^0-9]*[0-9]){2})(?=(?:[^A-Za-z]*[A-Za-z]){6})[A-Za-z0-9+/_-]{16,}={0,2}"
+                        r"|(?=(?:[^A-Za-z]*[A-Za-z]){6})(?:[A-Za-z0-9+/]{4}){3,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=))$")
 
 
 def random_value(value: str) -> bool:
-    """A value no one would write: a run of letters and digits mixed, hex digits, base64."""
-    return bool(_RANDOM_RUN.match(value) or _BASE64ISH.match(value))
+    """A value no one would write: a run of letters and digits mixed, hex digits, base64 (of `user:password` too)."""
+    return bool(_RANDOM_RUN.match(value) or _BASE64ISH.match(value)) or _basic_credentials(value)
+
+
+_BASE64 = re.compile(r"^[A-Za-z0-9+/]{12,}={0,2}$")
+
+
+def _basic_credentials(value: str) -> bool:
+    """Whether ``value`` is base64 of `user:password` (Docker's `"auth"`, .npmrc's `_auth`), whatever digits it
+    holds: its base64 may hold one or none."""
+    if not _BASE64.match(value):
+        return False
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    user, sep, password = raw.partition(":")
+    return bool(sep and user and password) and raw.isprintable()
 
 
 def weak_name(name: str) -> bool:
@@ -399,6 +441,12 @@ def _cookie_judge(value: str, quoted: bool, literal: bool) -> bool:
     """``secret_value`` for the value of a name ending in `cookie`: of its cookies' values when it holds some
     (`document.cookie = "theme=dark"` holds no secret)."""
     return _judged_secret("cookie", value) if "=" in value else secret_value(value, quoted, literal)
+
+
+def _judged_match(kind: str, m: re.Match) -> bool:
+    """Whether a judged token rule's match (``_JUDGED_KINDS``) is a secret: its value, and where the rule names what
+    the value is of (its group ``n``: a Terraform variable), that name too."""
+    return ("n" not in m.re.groupindex or secret_name(m.group("n"))) and _judged_secret(kind, m.group("v"))
 
 
 def _judged_secret(kind: str, value: str) -> bool:
@@ -752,7 +800,7 @@ class Redactor:
                 pos = low.find(anchor)
                 while pos != -1:
                     m = rx.match(text, pos)
-                    if m and not (kind in _JUDGED_KINDS and not _judged_secret(kind, m.group("v"))):
+                    if m and not (kind in _JUDGED_KINDS and not _judged_match(kind, m)):
                         vs, ve = m.span("v") if kind in _VALUE_KINDS else m.span()
                         hits.append((m.start(), -m.end(), kind, vs, ve))
                     pos = low.find(anchor, pos + 1)
@@ -802,7 +850,7 @@ class Redactor:
 # token kinds it screens for; () = the named values; None = every rule).
 _ESC_WS = r"(?:[ \t\r\n]|\\+[tnr])*"
 _ESC_Q = r"(?:\\*[\"'`]\]?|\])?"
-_SECRET_RUN = r"(?i:pass|pwd|secret|token|key|auth|credential|creds|cookie|sig|pin|connection[_.-]?string)"
+_SECRET_RUN = _SECRET_WORD
 _RUN = r"[!#$%*+\-./0-9:<=>?@A-Z\[\]^_`a-z{|}~)]"  # what a secret's characters may be, but `(` and quotes
 # an unquoted value (secret_value: at least six characters once `)]}` are stripped off its end, not all digits) of
 # run characters ending where it surely ends, or one reaching what could hide anything. Its last kept character
@@ -867,7 +915,9 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
      r"|mongo(?:sh|dump|restore|export|import|stat|top)?[ \t]|redis-cli[ \t]|(?:sqlcmd|bcp)[ \t]"
      r"|nuget[ \t]+(?:push|add|update)|(?:smbclient|rpcclient|smbget)[ \t]|net[ \t]+(?:use|user)[ \t]"
      r"|(?:cargo|vault)[ \t]+login[ \t]|(?i:convertto-securestring)[ \t]|ldap[a-z]+[ \t]|psexec"
-     r"|ssm[ \t]+put-parameter|nmcli|wpa_passphrase|user-secrets[ \t]+set|requirepass|masterauth|rabbitmqctl"
+     r"|ssm[ \t]+put-parameter|nmcli|wpa_passphrase|user-secrets[ \t]+set|requirepass|masterauth|rabbitmq(?:ctl|admin)"
+     r"|doctl[ \t]+auth|mc[ \t]+(?:alias|config)[ \t]|<<<|\|[ \t]*(?:sudo|kinit)[ \t]|--password-stdin|--with-token"
+     r"|variable[ \t]+\\*\""
      r"|openssl[ \t]|chpasswd|lftp|p4[ \t]|(?:7z[az]?|rar)[ \t]|(?:un)?zip[ \t]+-|cqlsh"
      r"|(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)[ \t]", ("command_secret",)),
     (r"(?i:password|identified[ \t]+by)[ \t]*=?[ \t]*(?i:password[ \t]*)?\(?[ \t]*\\*'[^'\\\r\n]", ("sql_password",)),

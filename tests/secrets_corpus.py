@@ -275,6 +275,17 @@ def planted(seed: int = 27) -> list[Case]:
         ("json name/value pair", lambda v: json.dumps({"env": [{"name": "API_TOKEN", "value": v}]}, indent=2)),
         ("har header", lambda v: json.dumps({"headers": [{"name": "X-Api-Key", "value": v}]})),
         ("cloudformation parameter", lambda v: json.dumps([{"ParameterKey": "DbPassword", "ParameterValue": v}])),
+        # an eleventh round: a secret written to a command that reads one from its input, a Terraform variable's
+        # default, rabbitmqadmin, doctl, MinIO's client
+        ("echo | --password-stdin", lambda v: f"echo '{v}' | docker login ghcr.io -u ana --password-stdin"),
+        ("printf | sudo -S", lambda v: f"printf '%s\\n' '{v}' | sudo -S systemctl restart app"),
+        ("here-string --with-token", lambda v: f"gh auth login --with-token <<< '{v}'"),
+        ("here-string sudo -S", lambda v: f"sudo -S <<< '{v}' apt-get update"),
+        ("echo | kinit", lambda v: f"echo '{v}' | kinit ana@EXAMPLE.COM"),
+        ("terraform variable default", lambda v: f'variable "db_password" {{\n  type = string\n  default = "{v}"\n}}'),
+        ("rabbitmqadmin -p", lambda v: f"rabbitmqadmin -u ana -p '{v}' list queues"),
+        ("doctl auth init -t", lambda v: f"doctl auth init -t '{v}'"),
+        ("mc alias set", lambda v: f"mc alias set s3 https://s3.example.com ana-access '{v}'"),
     ]
     for place, make in named:
         for _ in range(5):

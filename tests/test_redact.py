@@ -401,3 +401,14 @@ def test_paths_stored_at_once_are_those_stored_one_by_one():
         assert enabled or alone == [p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for p in paths]
     _PATHS.clear()
     assert stored_path(f"/x/{GH}", False) != stored_path(f"/x/{GH}", True)  # off, then on: each as it says
+
+
+def test_docker_auth_is_redacted_whatever_digits_its_base64_holds():
+    """Docker's config.json keeps base64 of user:password under "auth": a password's base64 may hold one digit or
+    none, and its padding says what it is."""
+    import base64
+
+    for password in ("ZkqTRbWeQpLmXn", "hunterHUNTERfoo", "9SFUoMxJjUQAanJkHLIEV41b"):
+        value = base64.b64encode(f"ana:{password}".encode()).decode()
+        assert value not in str(Redactor().structure({"auths": {"ghcr.io": {"auth": value}}})), value
+    assert Redactor().structure({"auth": "isAuthenticatedUser"}) == {"auth": "isAuthenticatedUser"}  # a name
