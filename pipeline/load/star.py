@@ -242,19 +242,25 @@ def _store_differences(con: duckdb.DuckDBPyConnection, in_affected: str) -> set[
         skip = _NOT_COMPARED.get(table, ())
         same = " and ".join(f'b."{c.name}" is not distinct from s."{c.name}"' for c in TABLES[table].columns
                             if c.name not in skip)
-        changed.update(r[0] for r in con.execute(
-            f'delete from "{table}" as s where session_id in {in_affected} '
-            f'and not exists (select 1 from "{built}" as b where {same}) returning session_id').fetchall())
+        _sessions_of(con.execute(f'delete from "{table}" as s where session_id in {in_affected} '
+                                 f'and not exists (select 1 from "{built}" as b where {same}) returning session_id'),
+                     changed)
         kept = f'exists (select 1 from "{table}" as s where s.session_id in {in_affected} and {same})'
         if built == _CALLS:
             con.execute(f'delete from "{built}" as b where {kept}')
-            changed.update(r[0] for r in con.execute(f'select distinct session_id from "{built}"').fetchall())
+            _sessions_of(con.execute(f'select distinct session_id from "{built}"'), changed)
         else:
-            changed.update(r[0] for r in con.execute(
-                f'insert into "{table}" select * from "{built}" as b where not {kept} returning session_id'
-            ).fetchall())
+            _sessions_of(con.execute(f'insert into "{table}" select * from "{built}" as b where not {kept} '
+                                     f'returning session_id'), changed)
             con.execute(f'drop table "{built}"')
     return changed
+
+
+def _sessions_of(result: duckdb.DuckDBPyConnection, into: set[str]) -> None:
+    """The session ids a statement returned (a row each: a session of 600,000 rows that all changed returns as
+    many), added to ``into`` a batch at a time."""
+    while batch := result.fetchmany(65_536):
+        into.update(r[0] for r in batch)
 
 
 def fill_outputs(con: duckdb.DuckDBPyConnection, in_affected: str, chars: int) -> None:
