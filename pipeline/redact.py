@@ -520,6 +520,25 @@ _SHELL_DEFAULT = re.compile(r"(?::?[-=]|:)(?P<v>[^}\s]{1,256})\}")  # ${NAME:-de
 _URI_CREDENTIALS = re.compile(r"(?i)://[^\s:/@'\"<>]{0,128}?(?P<sep>:|%3a)(?P<v>[^\s@/:'\"<>]{1,256}?)(?:@|%40)")
 # ... and a token as its user, without a password (`https://<token>@github.com/...`): a random run
 _URI_TOKEN = re.compile(r"://(?P<v>[A-Za-z0-9_~+-]{20,256})@")
+# a .pgpass line: host:port:database:user:password, on a line of its own (a host: `*`, a name or an address, not
+# the hour of a time) (a line break written out too: `\n` in
+# JSON); `\:` and `\\` escape within a field
+_PGPASS_FIELD = r"(?:[^\s:\\\"']|\\[:\\])+"
+_PGPASS = re.compile(r"(?m)(?:^|(?<=\\n)|(?<=[\"']))[ \t]*(?:\*|[\w-]*[A-Za-z.][\w.-]*|\[[0-9A-Fa-f:.]+\])"
+                     r":(?:\d{1,5}|\*):"
+                     + _PGPASS_FIELD + ":" + _PGPASS_FIELD + ":(?P<v>" + _PGPASS_FIELD
+                     + r")[ \t]*(?=\r?$|\\+[rn\"']|[\"'])")
+# what the next line holds when a key opens a mapping or a list instead (`password:` then `  type: string`)
+_YAML_NESTED = re.compile(r"^(?:-(?:[ \t]|\\[nrt]|$)|[\w.\"'\\-]+[ \t]*:(?:[ \t]|\\[nrt]|$)|[{\[])")
+_HEX_FIELDS = re.compile(r"^[0-9A-Fa-f]+(?::[0-9A-Fa-f]+){4}$")
+# a YAML key named for a secret whose value is on the next line, more indented (`password:` then `  <value>`), or
+# a block scalar's first line (`password: |`); as text and with its line breaks written out (`\n` in JSON)
+_YAML_NEXT_LINE = [
+    re.compile(r"(?m)^(?P<i>[ \t]*)(?:-[ \t]+)?(?P<n>[\w.-]+)[ \t]*:[ \t]*(?:[|>][+-]?\d?[ \t]*)?(?=\r?\n"
+               r"(?P<j>[ \t]+)(?P<v>[^\s#][^\r\n]*))"),
+    re.compile(r"(?:^|(?<=\\n)|(?<=[\"']))(?P<i> *)(?:- +)?(?P<n>[\w.-]+) *: *(?:[|>][+-]?\d? *)?"
+               r"(?=(?:\\+r)?\\+n(?P<j> +)(?P<v>(?:[^\s\\\"#]|\\[^rn\\])(?:[^\\\"]|\\[^rn\\])*))"),
+]
 # the credential of an HTTP authorization scheme: RFC 6750's token characters (prose after "bearer" has others)
 _BEARER = re.compile(r"(?i:\b(?P<scheme>bearer|basic|token)[ \t]+(?P<v>[A-Za-z0-9._~+/=-]{16,}))")
 
@@ -812,6 +831,15 @@ class Redactor:
             for m in _URI_TOKEN.finditer(text):
                 if random_value(m.group("v")):
                     hits.append((m.start("v"), -m.end("v"), "url_token", *m.span("v")))
+            for m in _PGPASS.finditer(text):  # not five fields of hex digits (GitHub's request ids, F194:64102:...)
+                if not _HEX_FIELDS.match(m.group().strip()) and secret_value(m.group("v"), True, True):
+                    hits.append((m.start("v"), -m.end("v"), "pgpass_password", *m.span("v")))
+            for rx in _YAML_NEXT_LINE:
+                for m in rx.finditer(text):
+                    value = m.group("v")
+                    if (len(m.group("j")) > len(m.group("i")) and secret_name(m.group("n"))
+                            and not _YAML_NESTED.match(value) and secret_value(value.rstrip(), True, True)):
+                        hits.append((m.start("v"), -m.end("v"), "secret_value", *m.span("v")))
             for m in _BEARER.finditer(text):
                 if not _PLACEHOLDER.match(m.group("v")) and not _REFERENCE.match(m.group("v")):
                     hits.append((m.start("v"), -m.end("v"), "bearer_token", *m.span("v")))
@@ -967,6 +995,9 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
     (r'"-(?:[^"\\\n]|\\.)*' + _SECRET_RUN + r'(?:[^"\\\n]|\\.)*"' + _ESC_WS + r"," + _ESC_WS + '"', ()),
     (r"://[^\s/@'\"<>]*(?::|%3[aA])[^\s/@'\"<>]+(?:@|%40)", ()),
     (r"(?i:bearer|basic|token)(?:[ \t]|\\+t)+[A-Za-z0-9._~+/=\\-]{16}", ()),
+    # a .pgpass line; a secret-named YAML key whose value is on the next line (_PGPASS, _YAML_NEXT_LINE)
+    (r":(?:\d|\*)[0-9]*:[^\s:\"']+:[^\s:\"']+:[^\s:\"']{6}", ()),
+    (_SECRET_RUN + r"[\w.-]*[ \t]*:[ \t]*(?:[|>][+-]?\d?[ \t]*)?(?:\r?\n|(?:\\+r)?\\+n)[ \t]", ()),
     (r"\\u(?:[1-9a-fA-F][0-9a-fA-F]{3}|0[1-9a-fA-F][0-9a-fA-F]{2}|00[2-9a-fA-F][0-9a-fA-F])", None),
     (r"\\/", None),
     ("\u0130|\u0131|\u017f|\u212a", None),  # İ ı ſ K

@@ -286,6 +286,11 @@ def planted(seed: int = 27) -> list[Case]:
         ("rabbitmqadmin -p", lambda v: f"rabbitmqadmin -u ana -p '{v}' list queues"),
         ("doctl auth init -t", lambda v: f"doctl auth init -t '{v}'"),
         ("mc alias set", lambda v: f"mc alias set s3 https://s3.example.com ana-access '{v}'"),
+        # .pgpass lines, and a YAML value on the line after its key or in a block scalar
+        (".pgpass", lambda v: f"cat ~/.pgpass\ndb.example.com:5432:app:ana:{v}\n"),
+        (".pgpass", lambda v: f"*:*:*:postgres:{v}"),
+        ("yaml next line", lambda v: f"database:\n  password:\n    {v}\n  user: app\n"),
+        ("yaml block scalar", lambda v: f"stringData:\n  api-token: |\n    {v}\n"),
     ]
     for place, make in named:
         for _ in range(5):
