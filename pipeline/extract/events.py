@@ -352,19 +352,33 @@ def head_and_tail_digests(path: str, offset: int) -> tuple[str, str]:
         return head, hashlib.md5(fh.read(min(offset, 4096))).hexdigest()
 
 
+# (the file as its stat names it, offset, XXH3 state) of the last prefix digested in this process: a grown log's
+# prefix is digested to check it before it is read, and the longer prefix again after; the second continues from
+# the first (one pass over a 524 MB log instead of two, 0.12-0.17 s each) while the file is the one its stat named
+# then (path, device, inode, size, mtime and ctime: any write in between makes it digest from the start)
+_LAST_PREFIX: list = []
+
+
 def prefix_digest(path: str, offset: int) -> str:
     """XXH3-128 of every byte before ``offset``: what was read of a log is still there, byte for byte."""
     import xxhash
 
-    h = xxhash.xxh3_128()
     with open(path, "rb") as fh:
-        left = offset
+        st = os.fstat(fh.fileno())
+        key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        start, h = 0, None
+        if _LAST_PREFIX and _LAST_PREFIX[0] == key and _LAST_PREFIX[1] <= offset:
+            start, h = _LAST_PREFIX[1], _LAST_PREFIX[2].copy()
+        h = h or xxhash.xxh3_128()
+        fh.seek(start)
+        left = offset - start
         while left > 0:
             chunk = fh.read(min(left, 8 * 1024 * 1024))
             if not chunk:
                 break
             h.update(chunk)
             left -= len(chunk)
+    _LAST_PREFIX[:] = [key, offset - left, h.copy()]
     return h.hexdigest()
 
 
