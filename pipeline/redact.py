@@ -44,7 +44,8 @@ _SECRET_WORD = r"(?i:pass|pwd|secret|token|key|auth|credential|creds|cookie|sig|
 # a command that reads a secret from its input, up to where the secret is given (here-string) or read (a pipe)
 _STDIN_SECRET = (r"(?:\bsudo[ \t]+(?:-[A-Za-z]+[ \t]+)*-[A-Za-z]*S\b|\bkinit\b"
                  r"|\b(?:ch)?passwd\b[^\r\n|;&]{0,100}?--stdin|\bvercel[ \t]+env[ \t]+add\b|\bnpm[ \t]+login\b"
-                 r"|--password-stdin\b|--with-token\b|\bop[ \t]+signin\b)")
+                 r"|--password-stdin\b|--with-token\b|\bop[ \t]+signin\b"
+                 r"|\bgcloud[ \t]+secrets[ \t]+versions[ \t]+add\b[^\r\n|;&]{0,200}?--data-file[ \t=]+-(?!\S))")
 
 _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     ("private_key", r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?"
@@ -119,7 +120,14 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
                        + _CMD_VALUE, ("smbclient", "rpcclient", "smbget")),
     ("command_secret", r"\bnet[ \t]+use[ \t]+(?:[A-Za-z]:[ \t]+)?\\{2,}[^\s\"']+[ \t]+" + _CMD_VALUE
                        + r"(?=\\*[\"']?[ \t]+/u(?:ser)?:)", ("net ",)),
-    ("command_secret", r"\b(?:cargo|vault)[ \t]+login[ \t]+(?!-)" + _CMD_VALUE, ("cargo", "vault")),
+    ("command_secret", r"\b(?:cargo|vault)[ \t]+login[ \t]+(?:--registry(?:[ \t]+|=)\S+[ \t]+)?(?!-)" + _CMD_VALUE,
+     ("cargo", "vault")),
+    # package managers' stored credentials: poetry's and composer's http-basic <repo> <user> <password>, bundler's
+    # <host> <user>:<password>
+    ("command_secret", r"\b(?:poetry|composer)[ \t]+config\b[^\r\n|;&]{0,100}?http-basic\.\S+[ \t]+[^\s-]\S*[ \t]+"
+                       + _CMD_VALUE, ("poetry", "composer")),
+    ("command_secret", r"\bbundle[ \t]+config[ \t]+(?:set[ \t]+)?(?:--(?:global|local)[ \t]+)?[^\s-]\S*[ \t]+"
+                       r"\\*[\"']?[^\s:\"'\\]+:" + _CMD_VALUE.replace("(?P<q>\\*[\"'])?", ""), ("bundle",)),
     # LDAP tools' -w, PsExec's -p, net user's password, a Key Vault secret's or an SSM SecureString's
     # --value, nmcli's and wpa_passphrase's, mysqladmin password, htpasswd -nb, dotnet user-secrets set, Redis's
     # requirepass and masterauth, rabbitmqctl add_user / change_password, openssl passwd, `echo user:pw | chpasswd`
@@ -164,7 +172,7 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     # a secret written to a command that reads one from its input: a here-string (`gh auth login --with-token <<<
     # ...`, `sudo -S <<< ...`) or echo/printf piped to it (`echo ... | docker login --password-stdin`)
     ("command_secret", _STDIN_SECRET + r"[^\r\n|;&]{0,300}?<<<[ \t]*" + _CMD_VALUE,
-     ("sudo", "kinit", "passwd", "chpasswd", "vercel", "npm", "--", "op ")),
+     ("sudo", "kinit", "passwd", "chpasswd", "vercel", "npm", "--", "op ", "gcloud")),
     ("command_secret", r"\b(?:echo|printf)[ \t]+(?:-[A-Za-z]+[ \t]+)*(?:\\*[\"'][^\"'\r\n]*%[^\"'\r\n]*\\*[\"'][ \t]+)?"
                        + _CMD_VALUE + r"\\*[\"']?[ \t]*\|[ \t]*(?=" + _STDIN_SECRET
                        + r"|[^\r\n|;&]{0,300}?(?:--password-stdin|--with-token)\b)",
@@ -194,6 +202,14 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
                          r"(?P<q1>\\*[\"'])[^\"'\\\r\n]{0,128}(?P=q1)[ \t]*,[ \t]*"
                          r"(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)",
      ("auth", "httpbasicauth(", "httpdigestauth(", "networkcredential")),
+    # a signing or encryption key given as a literal: jwt.encode(payload, '...'), hmac.new(b'...'), Fernet(b'...')
+    ("code_credentials", r"\bjwt\.(?:encode|decode)\([^,()\r\n]{1,128},[ \t]*b?(?P<q>\\*[\"'])"
+                         r"(?P<v>[^\"'\\\r\n]{1,256})(?P=q)", ("jwt.",)),
+    ("code_credentials", r"\b(?:hmac\.new|Fernet)\([ \t]*b?(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)",
+     ("hmac.new(", "fernet(")),
+    # a setting read with a literal default (django-environ's env('SECRET_KEY', default='...'))
+    ("code_credentials", r"\([ \t]*\\*[\"'](?P<n>[\w.-]*" + _SECRET_WORD + r"[\w.-]*)\\*[\"'][ \t]*,[^()\r\n]{0,100}?"
+                         r"\bdefault[ \t]*=[ \t]*(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)", ("(",)),
     # smtplib's, ftplib's, imaplib's login(user, '...')
     ("code_credentials", r"\.login\([^,()\r\n]{1,128},[ \t]*(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)",
      (".login(",)),
@@ -945,12 +961,13 @@ _SCREEN_PARTS: list[tuple[str, tuple[str, ...] | None]] = [
      r"|(?:cargo|vault)[ \t]+login[ \t]|(?i:convertto-securestring)[ \t]|ldap[a-z]+[ \t]|psexec"
      r"|ssm[ \t]+put-parameter|nmcli|wpa_passphrase|user-secrets[ \t]+set|requirepass|masterauth|rabbitmq(?:ctl|admin)"
      r"|doctl[ \t]+auth|mc[ \t]+(?:alias|config)[ \t]|<<<|\|[ \t]*(?:sudo|kinit)[ \t]|--password-stdin|--with-token"
-     r"|variable[ \t]+\\*\""
+     r"|variable[ \t]+\\*\"|gcloud[ \t]+secrets|(?:poetry|composer)[ \t]+config|bundle[ \t]+config"
      r"|openssl[ \t]|chpasswd|lftp|p4[ \t]|(?:7z[az]?|rar)[ \t]|(?:un)?zip[ \t]+-|cqlsh"
      r"|(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)[ \t]", ("command_secret",)),
     (r"(?i:password|identified[ \t]+by)[ \t]*=?[ \t]*(?i:password[ \t]*)?\(?[ \t]*\\*'[^'\\\r\n]", ("sql_password",)),
     (r"machine[ \t]+[^\s\\]+(?:\s|\\+[rn])+login[ \t]+[^\s\\]+(?:\s|\\+[rn])+password[ \t]", ("netrc_password",)),
-    (r"auth[ \t]*=[ \t]*\(|HTTP(?:Basic|Digest)Auth\(|NetworkCredential(?:\]::new)?\(|\.login\(",
+    (r"auth[ \t]*=[ \t]*\(|HTTP(?:Basic|Digest)Auth\(|NetworkCredential(?:\]::new)?\(|\.login\(|jwt\.(?:en|de)code\("
+     r"|hmac\.new\(|Fernet\(|\([ \t]*\\*[\"'][\w.$-]*" + _SECRET_RUN + r"[\w.$-]*\\*[\"'][ \t]*,",
      ("code_credentials",)),
     (r"(?i:cookie)[ \t]*:[ \t]*[^\r\n\"'\\]*=", ("cookie",)),
     (r"[?&](?:key|appid)=[A-Za-z0-9_%.~+/-]{16}", ("url_key",)),

@@ -291,6 +291,15 @@ def planted(seed: int = 27) -> list[Case]:
         (".pgpass", lambda v: f"*:*:*:postgres:{v}"),
         ("yaml next line", lambda v: f"database:\n  password:\n    {v}\n  user: app\n"),
         ("yaml block scalar", lambda v: f"stringData:\n  api-token: |\n    {v}\n"),
+        # a twelfth round: package managers' stored credentials, keys given to signing code, a setting's default
+        ("poetry http-basic", lambda v: f"poetry config http-basic.private ana '{v}'"),
+        ("composer http-basic", lambda v: f"composer config --global http-basic.repo.example.com ana '{v}'"),
+        ("bundle config", lambda v: f"bundle config set --global rubygems.pkg.github.com ana:{v}"),
+        ("cargo login --registry", lambda v: f"cargo login --registry private '{v}'"),
+        ("jwt.encode key", lambda v: f"jwt.encode(payload, '{v}', algorithm='HS256')"),
+        ("hmac key", lambda v: f"hmac.new(b'{v}', body, hashlib.sha256).hexdigest()"),
+        ("setting default", lambda v: f"SECRET_KEY = env('DJANGO_SECRET_KEY', default='{v}')"),
+        ("gcloud secrets <<<", lambda v: f"gcloud secrets versions add db-password --data-file=- <<< '{v}'"),
     ]
     for place, make in named:
         for _ in range(5):
