@@ -155,8 +155,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, folder: Path, summary: RunSummary, 
         log.warning("fct_tool_calls now holds %s of each tool output (it held %s): rebuilding every "
                     "session's star rows", _chars(run.chars), _chars(held))
         run.affected |= run.state.all_staged_sessions()
-        run.compare = False
-    run.compare = run.compare and not (full or run.upgrade)
+    run.compare = not (full or run.upgrade or held != run.chars)
     return run
 
 

@@ -39,8 +39,8 @@ _CMD_VALUE = r"(?P<q>\\*[\"'])?(?P<v>(?(q)[^\"'\r\n\\]{1,256}|(?!-)[^\s\"'\\;|&<
 # the rest of the command a name starts, up to the option that follows it (not past a line, a pipe or a `;`)
 _IN_COMMAND = r"[^\r\n|;&]{0,300}?[ \t]"
 _NETRC_SEP = r"(?:[ \t]+|[ \t]*(?:\r?\n|(?:\\+r)?\\+n)[ \t]*)"  # a line break written out too (`\n` in JSON)
-# a word that makes a name a secret's (the named values' screen, below, and a Terraform variable's name)
-_SECRET_WORD = r"(?i:pass|pwd|secret|token|key|auth|credential|creds|cookie|sig|pin|connection[_.-]?string)"
+# a word that makes a name a secret's (the screen's named values, a Terraform variable's name, a setting's default)
+_SECRET_RUN = r"(?i:pass|pwd|secret|token|key|auth|credential|creds|cookie|sig|pin|connection[_.-]?string)"
 # a command that reads a secret from its input, up to where the secret is given (here-string) or read (a pipe)
 _STDIN_SECRET = (r"(?:\bsudo[ \t]+(?:-[A-Za-z]+[ \t]+)*-[A-Za-z]*S\b|\bkinit\b"
                  r"|\b(?:ch)?passwd\b[^\r\n|;&]{0,100}?--stdin|\bvercel[ \t]+env[ \t]+add\b|\bnpm[ \t]+login\b"
@@ -127,7 +127,7 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     ("command_secret", r"\b(?:poetry|composer)[ \t]+config\b[^\r\n|;&]{0,100}?http-basic\.\S+[ \t]+[^\s-]\S*[ \t]+"
                        + _CMD_VALUE, ("poetry", "composer")),
     ("command_secret", r"\bbundle[ \t]+config[ \t]+(?:set[ \t]+)?(?:--(?:global|local)[ \t]+)?[^\s-]\S*[ \t]+"
-                       r"\\*[\"']?[^\s:\"'\\]+:" + _CMD_VALUE.replace("(?P<q>\\*[\"'])?", ""), ("bundle",)),
+                       r"\\*[\"']?[^\s:\"'\\]+:" + _CMD_VALUE, ("bundle",)),
     # LDAP tools' -w, PsExec's -p, net user's password, a Key Vault secret's or an SSM SecureString's
     # --value, nmcli's and wpa_passphrase's, mysqladmin password, htpasswd -nb, dotnet user-secrets set, Redis's
     # requirepass and masterauth, rabbitmqctl add_user / change_password, openssl passwd, `echo user:pw | chpasswd`
@@ -178,7 +178,7 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
                        + r"|[^\r\n|;&]{0,300}?(?:--password-stdin|--with-token)\b)",
      ("echo", "printf")),
     # a Terraform variable named for a secret, its default in its block (`variable "db_password" { default = "..." }`)
-    ("command_secret", r"\bvariable[ \t]+\\*\"(?P<n>[\w-]*" + _SECRET_WORD + r"[\w-]*)\\*\"[ \t]*\{[^{}]{0,500}?"
+    ("command_secret", r"\bvariable[ \t]+\\*\"(?P<n>[\w-]*" + _SECRET_RUN + r"[\w-]*)\\*\"[ \t]*\{[^{}]{0,500}?"
                        r"\bdefault[ \t]*=[ \t]*" + _CMD_VALUE, ("variable",)),
     # SQL: CREATE/ALTER USER ... PASSWORD '...', IDENTIFIED BY '...', SET PASSWORD = PASSWORD('...')
     ("sql_password", r"(?i:\b(?:password|identified[ \t]+by))[ \t]*=?[ \t]*(?i:password[ \t]*)?\(?[ \t]*"
@@ -208,7 +208,7 @@ _TOKENS: list[tuple[str, str, tuple[str, ...]]] = [
     ("code_credentials", r"\b(?:hmac\.new|Fernet)\([ \t]*b?(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)",
      ("hmac.new(", "fernet(")),
     # a setting read with a literal default (django-environ's env('SECRET_KEY', default='...'))
-    ("code_credentials", r"\([ \t]*\\*[\"'](?P<n>[\w.-]*" + _SECRET_WORD + r"[\w.-]*)\\*[\"'][ \t]*,[^()\r\n]{0,100}?"
+    ("code_credentials", r"\([ \t]*\\*[\"'](?P<n>[\w.-]*" + _SECRET_RUN + r"[\w.-]*)\\*[\"'][ \t]*,[^()\r\n]{0,100}?"
                          r"\bdefault[ \t]*=[ \t]*(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)", ("(",)),
     # smtplib's, ftplib's, imaplib's login(user, '...')
     ("code_credentials", r"\.login\([^,()\r\n]{1,128},[ \t]*(?P<q>\\*[\"'])(?P<v>[^\"'\\\r\n]{1,256})(?P=q)",
@@ -894,7 +894,6 @@ class Redactor:
 # token kinds it screens for; () = the named values; None = every rule).
 _ESC_WS = r"(?:[ \t\r\n]|\\+[tnr])*"
 _ESC_Q = r"(?:\\*[\"'`]\]?|\])?"
-_SECRET_RUN = _SECRET_WORD
 _RUN = r"[!#$%*+\-./0-9:<=>?@A-Z\[\]^_`a-z{|}~)]"  # what a secret's characters may be, but `(` and quotes
 # an unquoted value (secret_value: at least six characters once `)]}` are stripped off its end, not all digits) of
 # run characters ending where it surely ends, or one reaching what could hide anything. Its last kept character
