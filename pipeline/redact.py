@@ -557,6 +557,32 @@ _YAML_NEXT_LINE = [
 ]
 # the credential of an HTTP authorization scheme: RFC 6750's token characters (prose after "bearer" has others)
 _BEARER = re.compile(r"(?i:\b(?P<scheme>bearer|basic|token)[ \t]+(?P<v>[A-Za-z0-9._~+/=-]{16,}))")
+# What each of _PGPASS and _YAML_NEXT_LINE's matches holds, found with a literal first character (Python's
+# engine skips to it): a text without one has no match of theirs and is not searched by them - their lookbehinds
+# are tried at every character (2.9 MB of the real samples' texts that may hold a named value: 0.13 and 0.12 s)
+_PGPASS_GATE = re.compile(r":(?:\d{1,5}|\*):")
+_YAML_GATE = re.compile(r":[ \t]*(?:[|>][+-]?\d?[ \t]*)?(?:\r?\n[ \t]|(?:\\+r)?\\+n )")
+# the letters Python's case-insensitive matching equates with ASCII ones (see the screen's parts below)
+_ODD_LETTERS = re.compile("[\u0130\u0131\u017f\u212a]")
+
+
+def _bearers(text: str, low: str):
+    """``_BEARER.finditer(text)``, its match tried only where one of its three words starts (``low``: ``text`` in
+    lower case, as long): where else ``finditer`` tries it at every character (0.06 s over the 2.9 MB above)."""
+    if _ODD_LETTERS.search(text):  # a word may be spelled with one of them: every character
+        yield from _BEARER.finditer(text)
+        return
+    starts = []
+    for word in ("bearer", "basic", "token"):
+        pos = low.find(word)
+        while pos != -1:
+            starts.append(pos)
+            pos = low.find(word, pos + 1)
+    end = 0
+    for pos in sorted(starts):  # in order, on after a match's end: finditer's matches
+        if pos >= end and (m := _BEARER.match(text, pos)):
+            end = m.end()
+            yield m
 
 
 def _named_values(text: str, low: str, hits: list) -> None:
@@ -847,16 +873,17 @@ class Redactor:
             for m in _URI_TOKEN.finditer(text):
                 if random_value(m.group("v")):
                     hits.append((m.start("v"), -m.end("v"), "url_token", *m.span("v")))
-            for m in _PGPASS.finditer(text):  # not five fields of hex digits (GitHub's request ids, F194:64102:...)
+            for m in _PGPASS.finditer(text) if _PGPASS_GATE.search(text) else ():
+                # not five fields of hex digits (GitHub's request ids, F194:64102:...)
                 if not _HEX_FIELDS.match(m.group().strip()) and secret_value(m.group("v"), True, True):
                     hits.append((m.start("v"), -m.end("v"), "pgpass_password", *m.span("v")))
-            for rx in _YAML_NEXT_LINE:
+            for rx in _YAML_NEXT_LINE if _YAML_GATE.search(text) else ():
                 for m in rx.finditer(text):
                     value = m.group("v")
                     if (len(m.group("j")) > len(m.group("i")) and secret_name(m.group("n"))
                             and not _YAML_NESTED.match(value) and secret_value(value.rstrip(), True, True)):
                         hits.append((m.start("v"), -m.end("v"), "secret_value", *m.span("v")))
-            for m in _BEARER.finditer(text):
+            for m in _bearers(text, low):
                 if not _PLACEHOLDER.match(m.group("v")) and not _REFERENCE.match(m.group("v")):
                     hits.append((m.start("v"), -m.end("v"), "bearer_token", *m.span("v")))
         if not hits:

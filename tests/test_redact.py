@@ -412,3 +412,36 @@ def test_docker_auth_is_redacted_whatever_digits_its_base64_holds():
         value = base64.b64encode(f"ana:{password}".encode()).decode()
         assert value not in str(Redactor().structure({"auths": {"ghcr.io": {"auth": value}}})), value
     assert Redactor().structure({"auth": "isAuthenticatedUser"}) == {"auth": "isAuthenticatedUser"}  # a name
+
+
+# pieces of the texts the prefilters of the named-value rules are checked on: the words and separators those rules
+# start and end at, Python's case-insensitive equivalents of ASCII letters, written-out line breaks
+_PIECES = ["bearer", "Basic", "TOKEN", "token", "tok\u0131n", "ba\u017fic", "\u212aey", "\u0130", " ", "\t", "\n",
+           "\\n", "\\r\\n", "  ", "x" * 17, "abc.def_ghi-jkl/mno=", ".", ":", "5432", "*", "|", ">", "-", "password",
+           "db_password:", "host", "'", '"', "[::1]"]
+
+
+def test_the_named_value_prefilters_pass_every_text_their_rules_match():
+    """_bearers finds what _BEARER.finditer finds, and a text the .pgpass or YAML prefilter passes over has no
+    match of their rules: each checked on 20,000 texts made of the pieces those rules turn on."""
+    import random
+
+    rnd = random.Random(20261202)
+    texts = ["".join(rnd.choice(_PIECES) for _ in range(rnd.randint(1, 40))) for _ in range(20_000)]
+    texts += ["Authorization: Bearer abcdefghijklmnop0123", "db.example.com:5432:app:alice:s3cretPassw0rd",
+              "password:\n  hunter2hunter2", "token: |\n  abcdef123456"]
+    matched = {"bearer": 0, "pgpass": 0, "yaml": 0}
+    for text in texts:
+        low = text.lower()
+        if len(low) != len(text):
+            low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+        want = [m.span() for m in redact._BEARER.finditer(text)]
+        assert [m.span() for m in redact._bearers(text, low)] == want, text
+        matched["bearer"] += bool(want)
+        if redact._PGPASS.search(text):
+            matched["pgpass"] += 1
+            assert redact._PGPASS_GATE.search(text), text
+        if any(rx.search(text) for rx in redact._YAML_NEXT_LINE):
+            matched["yaml"] += 1
+            assert redact._YAML_GATE.search(text), text
+    assert all(matched.values()), matched  # each rule matched some of the texts: the checks checked something
