@@ -271,6 +271,16 @@ def fill_outputs(con: duckdb.DuckDBPyConnection, in_affected: str, chars: int) -
     from ..transform.star import RESULT_SOURCE
 
     path, line = RESULT_SOURCE
+    if not con.execute(f"select exists (select 1 from {_CALLS})").fetchone()[0]:
+        con.execute(f"drop table {_CALLS}")  # no call changed (a session grown by a message, say)
+        return
+    logs = [r[0] for r in con.execute(f"select distinct {path} from {_CALLS} where {path} is not null "
+                                      f"limit {MAX_OUTPUT_LOGS + 1}").fetchall()]
+    # the events of the logs the calls came from, by name when they are few: stg_events holds each log's events
+    # together, so DuckDB reads the row groups that hold them and no others (a semi-join on the sessions read every
+    # row group's outputs: 53 sessions grown by one event in the 1 GB `events` corpus)
+    of_logs = (" and _source_path in (" + ", ".join("'" + _quote(p) + "'" for p in logs) + ")"
+               if len(logs) <= MAX_OUTPUT_LOGS else "")
     whole = chars == 0 or chars > RESULT_HEAD_CHARS  # more than the head: the long outputs' whole text
     text = "coalesce(ev.result_content, ev.result_head)" if whole else "ev.result_head"
     columns = "result_content, result_head" if whole else "result_head"
@@ -281,9 +291,12 @@ def fill_outputs(con: duckdb.DuckDBPyConnection, in_affected: str, chars: int) -
                                 as result_content)
         from {_CALLS} as calls
         left join (select _source_path, _source_line, {columns} from stg_events
-                   where session_id in {in_affected} and result_chars is not null) as ev
+                   where session_id in {in_affected} and result_chars is not null{of_logs}) as ev
           on ev._source_path = calls.{path} and ev._source_line = calls.{line}""")
     con.execute(f"drop table {_CALLS}")
+
+
+MAX_OUTPUT_LOGS = 64  # fill_outputs names the logs it reads by name up to this many (more: the session filter alone)
 
 
 def _pull(con: duckdb.DuckDBPyConnection, sql: str, categorical: tuple[str, ...] = ()) -> pl.DataFrame:
