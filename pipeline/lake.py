@@ -37,6 +37,7 @@ from .checks import ChecksFailed, run_checks
 from .models import load_models, run_models
 from .schema import ALL_TABLES, STAR, TABLES
 from .warehouse import (
+    LOCK_WAIT,
     VIEW_SQL,
     WarehouseBusy,
     check_file,
@@ -133,18 +134,36 @@ def attach(con: duckdb.DuckDBPyConnection, catalog: str, *, data_path: str | Pat
     if read_only:
         options.append("read_only")
     sql = f"attach {_quote(uri)} as {alias}" + (f" ({', '.join(options)})" if options else "")
-    for attempt in range(1, 11):
+    wait = float(os.environ.get("COPILOT_WAREHOUSE_LOCK_WAIT") or LOCK_WAIT)
+    deadline, waited = time.monotonic() + wait, False
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             con.execute(sql)
             return
         except duckdb.Error as exc:
-            # machines that attach a new lake at once race to create its catalog tables: one wins, the
-            # others find them made when they try again
             if "data_path is not set" in str(exc):
                 raise LakeError(f"the lake {describe(catalog)} does not exist yet: its first push needs "
                                 "--data-path DIR, the folder its parquet files go in (recorded in the catalog "
                                 "for every later push and report)") from exc
-            if "initialize DuckLake" not in str(exc) or attempt == 10:
+            # a DuckDB catalog file is open in one process at a time: another push or report of the lake has it
+            # (DuckDB's lock), so this one waits its turn, up to $COPILOT_WAREHOUSE_LOCK_WAIT seconds (else 60)
+            if locked(exc):
+                if time.monotonic() >= deadline:
+                    raise LakeError(
+                        f"the lake's catalog {describe(catalog)} stayed in use by another process for {wait:g} s (a "
+                        "push, a report or a maintenance of the lake: a DuckDB catalog file is open in one process "
+                        "at a time); run again when it is done - a team whose machines push at once wants a "
+                        "PostgreSQL catalog (see the README's Team mode)") from exc
+                if not waited:
+                    log.info("the lake's catalog %s is in use by another process: waiting for it", describe(catalog))
+                    waited = True
+                time.sleep(0.1)
+                continue
+            # machines that attach a new lake at once race to create its catalog tables: one wins, the
+            # others find them made when they try again
+            if "initialize DuckLake" not in str(exc) or attempt >= 10:
                 raise LakeError(f"cannot attach the lake {describe(catalog)}: {str(exc).splitlines()[0]}") from exc
             time.sleep(random.uniform(0.1, 0.3) * attempt)
 

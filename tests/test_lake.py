@@ -517,3 +517,53 @@ def test_a_crowded_sqlite_catalog_recommends_postgresql(machines, tmp_path, monk
         summary = lake.push(warehouses["laptop"], catalog, data_path=tmp_path / "data", machine="laptop", user="a")
     assert summary.n_attempts == lake.SQLITE_CROWDED + 2 and summary.n_sessions_new > 0
     assert "has outgrown it - a PostgreSQL catalog" in caplog.text
+
+
+_HOLD = """
+import sys, time, duckdb
+from pipeline import extensions, lake
+con = duckdb.connect(config=extensions.config())
+lake.attach(con, sys.argv[1])
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_a_duckdb_catalog_in_use_by_another_process_is_waited_for(machines, tmp_path, monkeypatch, capsys):
+    """A DuckDB catalog file is open in one process at a time: a push (or a reader) while another process has the
+    lake open waits for it and succeeds; past $COPILOT_WAREHOUSE_LOCK_WAIT it is one line saying why (before:
+    DuckDB's lock error, the push lost)."""
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.duckdb")
+    assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse",
+                 str(warehouses["laptop"]), "--machine", "laptop", "--quiet"]) == 0
+
+    def hold(seconds: float) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", _HOLD, catalog, str(seconds)], cwd=REPO,
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "held"
+        return proc
+
+    monkeypatch.setenv("COPILOT_WAREHOUSE_LOCK_WAIT", "0.5")
+    holder = hold(5)
+    try:
+        assert main(["push", "--lake", catalog, "--warehouse", str(warehouses["desktop"]), "--machine", "desktop",
+                     "--quiet"]) == 2
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "stayed in use by another process for 0.5 s" in err[0] and "PostgreSQL" in err[0], err
+
+    monkeypatch.setenv("COPILOT_WAREHOUSE_LOCK_WAIT", "60")
+    for verb in (["push", "--lake", catalog, "--warehouse", str(warehouses["desktop"]), "--machine", "desktop",
+                  "--quiet"], ["query", "--lake", catalog, "select count(*) from dim_sessions"]):
+        holder = hold(1.5)
+        try:
+            assert main(verb) == 0
+        finally:
+            holder.wait()
+        assert holder.returncode == 0  # it held the lake to the end: the verb waited for it
+    con = _lake(catalog)
+    assert con.execute("select count(distinct machine_id) from lake.lake_sessions").fetchone()[0] == 2
+    con.close()
