@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import sys
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -241,8 +242,11 @@ def _warehouse(args: argparse.Namespace) -> str | Path:
     when the lake changed)."""
     if getattr(args, "lake", None):
         from .lake import lake_warehouse
-        return lake_warehouse(args.lake, args.warehouse)
+        return lake_warehouse(args.lake, args.warehouse, hold=_HELD)  # read until the verb ends
     return args.warehouse or default_warehouse()
+
+
+_HELD = ExitStack()  # what a verb holds while it runs (a shared lock on the lake's copy it reads), closed by main
 
 
 def _reader(args: argparse.Namespace):
@@ -287,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                  "search": cmd_search, "models": cmd_models, "usage": cmd_usage, "push": cmd_push,
                  "lake-maintain": cmd_lake_maintain,
                  "serve": cmd_serve, "sources": cmd_sources, "mcp": cmd_mcp}
-        return verbs[args.verb](args)
+        with _HELD:
+            return verbs[args.verb](args)
     except (SourceError, WarehouseError, LakeError, ExtensionError, OutputError, ServeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

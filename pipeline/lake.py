@@ -25,7 +25,7 @@ import shutil
 import socket
 import subprocess
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -441,10 +441,11 @@ def default_cache(catalog: str) -> Path:
     return Path(base) / "copilot-warehouse" / f"lake-{digest}.duckdb"
 
 
-def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
+def lake_warehouse(catalog: str, path: str | Path | None = None, hold: ExitStack | None = None) -> Path:
     """A local warehouse holding the whole lake, with the models built over it; rebuilt only when the
     lake has a snapshot newer than the one it was built from. A session pushed by several machines
-    (a home copied between them) counts once: the latest push's rows."""
+    (a home copied between them) counts once: the latest push's rows. ``hold``: the copy is read until it
+    closes (a shared lock on it: a refresh meanwhile is written beside it, not in it)."""
     path = Path(path) if path else default_cache(catalog)
     con = _connect()
     try:
@@ -461,6 +462,8 @@ def lake_warehouse(catalog: str, path: str | Path | None = None) -> Path:
         have = _copy_snapshot(path)
         if have != snapshot and not _refresh_copy(catalog, path, have, snapshot):
             _build_copy(catalog, path, snapshot)
+        if hold is not None:  # read from here on: a refresh meanwhile leaves this copy as it is
+            hold.enter_context(_reading(path))
     return path
 
 
@@ -472,8 +475,9 @@ def _refresh_copy(catalog: str, path: Path, have: str | None, snapshot: str) -> 
     whose ``lake_sessions`` rows a push added or deleted since (DuckLake's table changes) get their rows anew,
     and the models are rebuilt for those sessions alone (as an ingest does for the sessions it changed).
     False - build the copy anew - when there is no copy, the models or columns changed, the copy's snapshot
-    has been expired, or too much changed. The copy is refreshed in a file beside it that replaces it when
-    done, so a report reading it meanwhile reads the one before."""
+    has been expired, or too much changed. The copy is refreshed in place, in one transaction, when no process
+    reads it; else in a file beside it that replaces it when done, so a report reading it meanwhile reads the
+    one before (``_updating``)."""
     if not have or have.split(":")[1:] != snapshot.split(":")[1:]:
         return False
     old, new = int(have.split(":")[0]), int(snapshot.split(":")[0])
@@ -492,7 +496,7 @@ def _refresh_copy(catalog: str, path: Path, have: str | None, snapshot: str) -> 
         con.close()
     if len(changed) > REFRESH_SHARE * n_sessions:
         return False
-    with _writing_copy(path, start_from=path) as con:
+    with _updating(path) as con:
         attach(con, catalog, read_only=True)
         scope = key_table(con, "_refreshed", changed)
         for table in LAKE_TABLES:
@@ -594,6 +598,59 @@ def _build_copy(catalog: str, path: Path, snapshot: str) -> None:
         attach(con, catalog, read_only=True)
         _fill_from_lake(con, catalog, _CHOSEN)
         _models_and_checks(con, snapshot)
+
+
+def _readers(path: Path) -> Path:
+    """The lock file that the processes reading a lake's copy hold shared (``_reading``)."""
+    return path.with_name(path.name + ".readers")
+
+
+@contextmanager
+def _reading(path: Path):
+    """A shared lock on the copy's readers lock for as long as the copy is read (``fcntl`` where there is one)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(_readers(path), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _updating(path: Path):
+    """A connection to the copy to bring it up to date, in one transaction: the copy itself when no process reads
+    it (the readers lock taken exclusively, without waiting), else a copy of it beside it (``_writing_copy``). In
+    place, a failure rolls the transaction back and leaves the copy as it was; beside it, the copy of the whole
+    warehouse file cost the refresh ~1 s at 50 machines, and grows with the lake."""
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
+    fd = os.open(_readers(path), os.O_RDWR | os.O_CREAT, 0o600) if fcntl is not None else None
+    try:
+        try:
+            if fd is None:
+                raise BlockingIOError
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # a report, `serve` or `mcp` reads the copy: it keeps reading the one it has
+            log.info("the lake's copy is being read: refreshed beside it")
+            with _writing_copy(path, start_from=path) as con:
+                yield con
+            return
+        con = connect(path)
+        try:
+            with transaction(con):
+                yield con
+        finally:
+            con.close()
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 @contextmanager

@@ -214,12 +214,15 @@ def test_query_and_usage_read_the_lake_in_place_with_the_rows_of_its_copy(machin
     assert not list((tmp_path / "cache").rglob("lake-*"))
 
 
+@pytest.mark.parametrize("read_meanwhile", [False, True], ids=["in place", "beside a reader"])
 def test_the_lake_copy_is_refreshed_from_what_changed_and_equals_one_built_anew(machines, tmp_path, caplog,
-                                                                                monkeypatch):
+                                                                                monkeypatch, read_meanwhile):
     """After pushes of a new machine's sessions and of one session that grew, the copy takes only those sessions'
     rows and rebuilds the models for them (DuckLake's table changes since the copy's snapshot): every table
-    then equals a copy built anew from the lake."""
+    then equals a copy built anew from the lake. The copy is refreshed in place when nothing reads it, and in a
+    file beside it that replaces it when a report (or `serve`, `mcp`) is reading it."""
     import logging
+    from contextlib import ExitStack
 
     _root, homes, warehouses, _together = machines
     catalog = str(tmp_path / "lake.duckdb")
@@ -231,7 +234,8 @@ def test_the_lake_copy_is_refreshed_from_what_changed_and_equals_one_built_anew(
     for m in ("laptop", "desktop"):
         push(m, warehouses[m])
     copy = tmp_path / "copy.duckdb"
-    lake.lake_warehouse(catalog, copy)
+    reader = ExitStack()  # as `report --lake` holds the copy it reads (cli._warehouse), to the end of the test
+    lake.lake_warehouse(catalog, copy, hold=reader if read_meanwhile else None)
     home = tmp_path / "laptop-home"
     shutil.copytree(homes["laptop"], home)
     grown = tmp_path / "laptop.duckdb"
@@ -243,10 +247,23 @@ def test_the_lake_copy_is_refreshed_from_what_changed_and_equals_one_built_anew(
     ingest(grown, [home])
     push("laptop", grown)
     push("ci-runner", warehouses["ci-runner"])
-    with caplog.at_level(logging.INFO, logger="pipeline.lake"):
+    inode = copy.stat().st_ino
+    with caplog.at_level(logging.INFO, logger="pipeline.lake"), reader:
         lake.lake_warehouse(catalog, copy)
     # the laptop's two sessions (read from another folder: their rows name it) and the CI runner's one
     assert any("refreshed" in r.getMessage() and "3 sessions changed" in r.getMessage() for r in caplog.records)
+    assert any("being read" in r.getMessage() for r in caplog.records) == read_meanwhile
+    assert (copy.stat().st_ino != inode) == read_meanwhile  # in place: the same file; else one that replaced it
+    assert not copy.with_name(copy.name + ".building").exists()
+    if read_meanwhile:  # a verb holds the copy while it runs, and lets it go when it ends
+        import fcntl
+        assert main(["report", "--lake", catalog, "--warehouse", str(copy), "--out", str(tmp_path / "out"),
+                     "--quiet"]) == 0
+        fd = os.open(copy.with_name(copy.name + ".readers"), os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises BlockingIOError while a reader holds it
+        finally:
+            os.close(fd)
     anew = lake.lake_warehouse(catalog, tmp_path / "anew.duckdb")
     assert _equal_warehouses(copy, anew, [t.name for t in STAR + MODELS]) == []
     assert rows_of(copy, "select count(*) from fct_turns where user_message = 'and the lexer too'") == [(1,)]
