@@ -315,12 +315,28 @@ def _unchanged(sessions: list[dict], digests: dict[str, str],
     """The sessions whose pages are as the last report made them in every tree (``recorded``: each tree and its
     record): the same digest, and every file it listed still there."""
     kept = set()
+    present = [_files_in(tree, {f.rpartition("/")[0] for entry in r.values() for f in entry[1]})
+               for tree, r in recorded]
     for s in sessions:
         sid = s["session_id"]
-        if all(sid in r and r[sid][0] == digests.get(sid) and all((tree / f).is_file() for f in r[sid][1])
-               for tree, r in recorded):
+        if all(sid in r and r[sid][0] == digests.get(sid) and all(f in have for f in r[sid][1])
+               for (_tree, r), have in zip(recorded, present, strict=True)):
             kept.add(sid)
     return kept
+
+
+def _files_in(tree: Path, folders: set[str]) -> set[str]:
+    """The files (or links to files) directly in each of ``folders`` (relative to ``tree``), by their relative
+    paths: one listing of each folder rather than a Path and a stat per page file (0.26 s of a report of 5,348
+    sessions whose pages were all unchanged). A folder that cannot be listed holds none."""
+    found: set[str] = set()
+    for folder in folders:
+        try:
+            with os.scandir(tree / folder) as entries:
+                found.update(f"{folder}/{e.name}" if folder else e.name for e in entries if e.is_file())
+        except OSError:
+            continue
+    return found
 
 
 def _record(tree: Path, result: TreeResult, digests: dict[str, str], names: dict[str, str]) -> None:
