@@ -343,8 +343,10 @@ def _record(tree: Path, result: TreeResult, digests: dict[str, str], names: dict
     """Each session's digest and the files its pages are in this tree (``names``: a file's session), for the
     next report; written last, so a report stopped halfway renders again what it had not recorded."""
     files: dict[str, list[str]] = {}
+    prefix = str(tree) + os.sep
     for path in (*result.written, *result.unchanged):
-        rel = path.relative_to(tree).as_posix()
+        text = str(path)  # the path relative to the tree by its text: Path.relative_to took 0.27 s for 10,700 files
+        rel = text[len(prefix):].replace(os.sep, "/") if text.startswith(prefix) else path.relative_to(tree).as_posix()
         if rel in names:
             files.setdefault(names[rel], []).append(rel)
     state = {"sessions": {sid: [digests[sid], sorted(fs)] for sid, fs in sorted(files.items()) if sid in digests}}
