@@ -613,7 +613,12 @@ def _reading(path: Path):
     except ImportError:
         yield
         return
-    fd = os.open(_readers(path), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(_readers(path), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:  # not a file that can be opened (a folder, no permission): read without it
+        log.info("the lake's copy is read without %s: %s", _readers(path), exc.strerror)
+        yield
+        return
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
         yield
@@ -629,16 +634,23 @@ def _updating(path: Path):
     warehouse file cost the refresh ~1 s at 50 machines, and grows with the lake."""
     try:
         import fcntl
-    except ImportError:
+    except ImportError:  # no lock to know that nobody reads it: beside it
         fcntl = None
-    fd = os.open(_readers(path), os.O_RDWR | os.O_CREAT, 0o600) if fcntl is not None else None
-    try:
+    fd = None
+    if fcntl is not None:
         try:
-            if fd is None:
-                raise BlockingIOError
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # a report, `serve` or `mcp` reads the copy: it keeps reading the one it has
-            log.info("the lake's copy is being read: refreshed beside it")
+            fd = os.open(_readers(path), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:  # not a file that can be opened: nobody can be known not to read the copy
+            log.info("the lake's copy is refreshed beside it: %s: %s", _readers(path), exc.strerror)
+    try:
+        in_place = False
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                in_place = True
+            except BlockingIOError:  # a report, `serve` or `mcp` reads the copy: it keeps reading the one it has
+                log.info("the lake's copy is being read: refreshed beside it")
+        if not in_place:
             with _writing_copy(path, start_from=path) as con:
                 yield con
             return

@@ -584,3 +584,29 @@ def test_a_duckdb_catalog_in_use_by_another_process_is_waited_for(machines, tmp_
     con = _lake(catalog)
     assert con.execute("select count(distinct machine_id) from lake.lake_sessions").fetchone()[0] == 2
     con.close()
+
+
+def test_a_readers_lock_that_cannot_be_opened_reads_and_refreshes_all_the_same(machines, tmp_path, caplog,
+                                                                               monkeypatch):
+    """`<copy>.readers` that is a folder (or unreadable): the copy is read without it, and refreshed beside it (no
+    process can be known not to read it) - never a traceback."""
+    import logging
+    from contextlib import ExitStack
+
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.duckdb")
+    monkeypatch.setattr(lake, "REFRESH_SHARE", 1.0)  # 2 of these 4 sessions change: a refresh all the same
+    for m in ("laptop", "desktop"):
+        assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse",
+                     str(warehouses[m]), "--machine", m, "--quiet"]) == 0
+        if m == "laptop":
+            copy = tmp_path / "copy.duckdb"
+            lake.lake_warehouse(catalog, copy)
+            copy.with_name(copy.name + ".readers").mkdir()
+            inode = copy.stat().st_ino
+    with caplog.at_level(logging.INFO, logger="pipeline.lake"), ExitStack() as held:
+        assert lake.lake_warehouse(catalog, copy, hold=held) == copy
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("refreshed beside it" in m for m in messages) and any("read without" in m for m in messages), messages
+    assert copy.stat().st_ino != inode
+    assert rows_of(copy, "select count(distinct session_id) from dim_sessions") == [(4,)]
