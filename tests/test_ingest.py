@@ -130,6 +130,23 @@ def test_a_grown_log_adds_exactly_the_new_records(sample_home, tmp_path):
     assert snapshot(wh, tables) == incremental
 
 
+def test_tool_calls_from_no_staged_output_are_stored_with_what_they_hold(tmp_path):
+    """fill_outputs with calls none of which came from a staged output (a chat's calls without their results, as
+    the hostile home has): each stored as built, and the query reads no output (an empty list of logs to read was a
+    syntax error that stopped the ingest)."""
+    from pipeline.load import star
+    from pipeline.warehouse import connect, ensure_schema, key_table
+
+    con = connect(tmp_path / "w.duckdb")
+    ensure_schema(con)
+    con.execute(f"create temp table {star._CALLS} as select * from fct_tool_calls limit 0")
+    con.execute(f"insert into {star._CALLS} (session_id, tool_call_id, result_content) values ('s', 'c', 'held')")
+    star.fill_outputs(con, key_table(con, "_affected", ["s"]), 4096)
+    assert con.execute("select session_id, tool_call_id, result_content from fct_tool_calls").fetchall() == [
+        ("s", "c", "held")]
+    con.close()
+
+
 def test_a_grown_session_keeps_the_star_rows_that_did_not_change(sample_home, tmp_path, monkeypatch):
     """A session read again replaces only the star rows that differ from what was stored: of its tool calls, only
     those that changed are inserted again (and have their output filled in), and what changed - a turn added, a

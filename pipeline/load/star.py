@@ -279,8 +279,12 @@ def fill_outputs(con: duckdb.DuckDBPyConnection, in_affected: str, chars: int) -
     # the events of the logs the calls came from, by name when they are few: stg_events holds each log's events
     # together, so DuckDB reads the row groups that hold them and no others (a semi-join on the sessions read every
     # row group's outputs: 53 sessions grown by one event in the 1 GB `events` corpus)
-    of_logs = (" and _source_path in (" + ", ".join("'" + _quote(p) + "'" for p in logs) + ")"
-               if len(logs) <= MAX_OUTPUT_LOGS else "")
+    if len(logs) > MAX_OUTPUT_LOGS:
+        of_logs = ""
+    elif logs:
+        of_logs = " and _source_path in (" + ", ".join("'" + _quote(p) + "'" for p in logs) + ")"
+    else:  # no call came from a staged output (the calls of a chat without their results): none is read
+        of_logs = " and false"
     whole = chars == 0 or chars > RESULT_HEAD_CHARS  # more than the head: the long outputs' whole text
     text = "coalesce(ev.result_content, ev.result_head)" if whole else "ev.result_head"
     columns = "result_content, result_head" if whole else "result_head"
