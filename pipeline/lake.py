@@ -605,20 +605,29 @@ def _readers(path: Path) -> Path:
     return path.with_name(path.name + ".readers")
 
 
+def _open_readers(path: Path, without: str) -> int | None:
+    """The copy's readers lock, open (None: no ``fcntl`` here, or a file that cannot be opened - a folder, no
+    permission - which is logged as what is done ``without`` it)."""
+    try:
+        import fcntl  # noqa: F401 - only where there is one
+    except ImportError:
+        return None
+    try:
+        return os.open(_readers(path), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        log.info("the lake's copy is %s: %s: %s", without, _readers(path), exc.strerror)
+        return None
+
+
 @contextmanager
 def _reading(path: Path):
     """A shared lock on the copy's readers lock for as long as the copy is read (``fcntl`` where there is one)."""
-    try:
-        import fcntl
-    except ImportError:
+    fd = _open_readers(path, "read without its readers lock")
+    if fd is None:
         yield
         return
-    try:
-        fd = os.open(_readers(path), os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:  # not a file that can be opened (a folder, no permission): read without it
-        log.info("the lake's copy is read without %s: %s", _readers(path), exc.strerror)
-        yield
-        return
+    import fcntl
+
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
         yield
@@ -632,19 +641,13 @@ def _updating(path: Path):
     it (the readers lock taken exclusively, without waiting), else a copy of it beside it (``_writing_copy``). In
     place, a failure rolls the transaction back and leaves the copy as it was; beside it, the copy of the whole
     warehouse file cost the refresh ~1 s at 50 machines, and grows with the lake."""
-    try:
-        import fcntl
-    except ImportError:  # no lock to know that nobody reads it: beside it
-        fcntl = None
-    fd = None
-    if fcntl is not None:
-        try:
-            fd = os.open(_readers(path), os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:  # not a file that can be opened: nobody can be known not to read the copy
-            log.info("the lake's copy is refreshed beside it: %s: %s", _readers(path), exc.strerror)
+    # without the lock (no fcntl, or a file that cannot be opened) nobody can be known not to read it: beside it
+    fd = _open_readers(path, "refreshed beside it")
     try:
         in_place = False
         if fd is not None:
+            import fcntl
+
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 in_place = True
