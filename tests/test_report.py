@@ -187,7 +187,8 @@ def test_a_long_session_is_paged_and_every_prompt_is_on_one_page(sample_home, tm
             [(t, c) for s, t, c in turns if s == sid])))
         paged += len(site_pages) > 1
     assert paged >= 2
-    index = (tmp_path / "out" / "site" / "search-index.js").read_text()
+    index = "".join(p.read_text() for p in (tmp_path / "out" / "site" / "search").glob("docs-*.js"))
+    assert index
     for url in set(re.findall(r'"(sessions/[^"#]+\.html)#prompt-(\d+)"', index)):
         assert f'id="prompt-{url[1]}"' in html[url[0]]
 

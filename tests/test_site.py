@@ -140,7 +140,8 @@ def test_the_site_has_every_page_and_no_network(site):
     sessions = list((root / "sessions").glob("*.html"))
     assert (root / "index.html").is_file() and (root / "search.html").is_file() and len(sessions) == 14
     for name in ("files.html", "topics.html", "usage.html", "runs.html", "sessions.html", "failures.html",
-                 "static/site.css", "static/sessions.js", "search-index.js", "charts/activity.svg"):
+                 "static/site.css", "static/sessions.js", "search/index.js", "search/docs-0.js", "search/terms-0.js",
+                 "charts/activity.svg"):
         assert (root / name).is_file(), name
     assert list((root / "months").glob("*.html")) and list((root / "projects").glob("*.html"))
     for page in root.rglob("*.html"):
@@ -289,6 +290,49 @@ def test_search_from_a_file_url(demo, site, page, tmp_path):
     expect(page.locator("#status")).to_contain_text("1 result (index)")
     page.locator("#results li a").first.click()
     page.wait_for_url("**/sessions/hostile-session.html#prompt-1")
+    assert not page.errors
+
+
+def test_the_index_in_many_files_ranks_as_search_does(site, page, tmp_path, monkeypatch):
+    """The prebuilt index cut into many shards and chunks (as an organisation's is): the page loads only the
+    files a search needs and ranks as the warehouse's search() does, for every kind of word."""
+    from pipeline import site as site_module
+    from pipeline.serve import search
+    from pipeline.warehouse import connect
+
+    wh = site.parent / "w.duckdb"
+    monkeypatch.setattr(site_module, "SHARD_BYTES", 512)
+    monkeypatch.setattr(site_module, "CHUNK_DOCS", 3)
+    monkeypatch.setattr(site_module, "GROUP_BYTES", 4096)  # several queries build the postings
+    out = tmp_path / "out"
+    assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet"]) == 0
+    index = out / "site" / "search"
+    meta = json.loads((index / "index.js").read_text().split("=", 1)[1].rstrip(";\n"))
+    con = connect(wh, read_only=True)
+    try:
+        n_docs, terms = con.execute("select (select count(*) from int_search_docs), "
+                                    "(select list(distinct term order by term) from int_search_terms)").fetchone()
+        # the shard of each term as the report computed it in SQL, and as shard_of (and search.js) computes it
+        for shard, term in con.execute(f"select {site_module._SHARD_OF_TERM} % {meta['shards']}, term "
+                                       "from (select distinct term from int_search_terms)").fetchall():
+            assert site_module.shard_of(term, meta["shards"]) == shard, term
+    finally:
+        con.close()
+    assert meta["docs"] == n_docs == len(meta["doc_kinds"]) and meta["shards"] >= 16
+    assert len(list(index.glob("docs-*.js"))) == -(-n_docs // 3)
+    assert len(list(index.glob("terms-*.js"))) == meta["shards"]
+    assert not (out / "site" / "search-index.js").exists()
+    page.goto((out / "site" / "search.html").resolve().as_uri())
+    queries = ["token refresh", "登录页面", "the", "test", terms[len(terms) // 2], terms[-1], "qzxwvnohit"]
+    for q in queries:
+        got = page.evaluate("q => copilotSearch.search(q, 50)", q)
+        want = search(wh, q, 50)
+        assert [(h["kind"], h["url"], h["title"], h["snippet"], h["project"]) for h in got] == \
+            [(h["kind"], h["url"], h["title"], h["snippet"], h["project"]) for h in want], q
+        assert all(abs(g["score"] - w["score"]) < 0.005 for g, w in zip(got, want, strict=True)), q
+    assert search(wh, queries[-1], 50) == [] and len(search(wh, queries[0], 50)) > 10
+    loaded = {u.rsplit("/", 1)[1].split("?")[0] for u in page.requests if "/search/" in u}
+    assert "index.js" in loaded and len(loaded) < meta["shards"] + len(list(index.glob("docs-*.js")))
     assert not page.errors
 
 

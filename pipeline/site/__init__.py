@@ -10,8 +10,9 @@ and sanitized (``render``); everything else Jinja2 escapes.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -95,39 +96,109 @@ def doc_url(kind: str, session_id: str, ref: str | None, ranges: list[tuple[int,
     return wiki_pages.session_file(session_id, page, "html") + ANCHORS.get(kind, "").format(ref=ref)
 
 
-def search_index(con: duckdb.DuckDBPyConnection, data: WikiData) -> str:
-    """``search-index.js``: every search document (prompts, answers, checkpoints, memories) with a snippet,
-    and per term the documents holding it with their BM25 weight - the weights of the warehouse's
-    ``search()`` macro (k1 = 1.2, b = 0.75), so the page ranks as ``serve`` and ``search`` do."""
-    docs = con.sql(f"""
-        select doc_id, kind, session_id, ref, title, written_at,
-               left(regexp_replace(coalesce(text, ''), '\\s+', ' ', 'g'), {SNIPPET}) as snippet
-        from int_search_docs order by doc_id""").fetchall()
-    # the postings, each term's already as JSON text ("position,weight,..." in doc_id order): built in
-    # DuckDB, as a million Python tuples they took ~0.45 GB of report's peak (2 GB bench corpus). A
-    # DOUBLE rounded to 3 places prints as Python's json does (every such value checked in -2000..2000)
-    postings = con.sql("""
-            with corpus as (select count(*) as n, avg(n_terms) as avg_terms from int_search_docs),
-            df as (select term, count(*) as df from int_search_terms group by term),
-            position as (select doc_id, row_number() over (order by doc_id) - 1 as i from int_search_docs)
-            select t.term, string_agg(
-                       p.i::varchar || ',' || round(bm25_weight(t.tf, df.df, d.n_terms, corpus.n, corpus.avg_terms),
-                                                    3)::varchar, ',' order by t.doc_id)
-            from int_search_terms t join df using (term) join int_search_docs d using (doc_id)
-                 join position p using (doc_id) cross join corpus
-            group by t.term""").fetchall()
+# The prebuilt search index, in files a search loads as it needs them (``search.js``): a page opened from
+# ``file://`` cannot fetch(), so each is a script that hands its part to the page. ``search/index.js``: how the
+# index is cut, and the kind of each document; ``search/terms-K.js``: the postings of the terms of shard K;
+# ``search/docs-J.js``: the documents of chunk J. One index file of every term and document was 49 MB at 19,600
+# sessions (a browser loaded it whole for any search) and took ~0.6 GB of the report's memory to build.
+SEARCH_DIR = "search"
+SHARD_BYTES = 256 * 1024  # about this much of postings per term shard
+MAX_SHARDS = 4096
+CHUNK_DOCS = 500  # documents per chunk: a page of 50 results loads at most 50 chunks
+GROUP_BYTES = 8 * 1024 * 1024  # about this much of postings built by one query (the memory it takes: ~0.2 GB)
+POSTING_BYTES = 12  # the text of one posting ("position,weight,"), about
+# a term's shard: a polynomial hash of its code points, which search.js computes alike (`shardOf`)
+_SHARD_OF_TERM = ("list_reduce(list_transform(str_split(term, ''), c -> unicode(c)::bigint), "
+                  "(h, c) -> (h * 31 + c) % 1000003, 0::bigint)")
+
+
+def shard_of(term: str, shards: int) -> int:
+    """The shard of ``term`` among ``shards``: what ``_SHARD_OF_TERM`` and search.js compute."""
+    h = 0
+    for ch in term:
+        h = (h * 31 + ord(ch)) % 1000003
+    return h % shards
+
+
+def _js(call: str, *values: str) -> str:
+    """A script that calls ``call`` with JSON ``values``; "</" cannot end the script early."""
+    return f"{call}({','.join(values)});\n".replace("</", "<\\/")
+
+
+def search_files(con: duckdb.DuckDBPyConnection, data: WikiData) -> Iterator[dict[str, str]]:
+    """The search index's files (``search/...``), a few at a time: every search document (prompts, answers,
+    checkpoints, memories) with a snippet, and per term the documents holding it with their BM25 weight - the
+    weights of the warehouse's ``search()`` macro (k1 = 1.2, b = 0.75), so the page ranks as ``serve`` and
+    ``search`` do. Neither the documents nor the postings are held whole here or in DuckDB; ``index.js``
+    comes last, with a digest of the others (the version a page asks for: no page mixes two reports)."""
+    dump = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
+    digest = hashlib.blake2b(digest_size=8)
+    n_docs, n_postings = con.execute("select (select count(*) from int_search_docs), "
+                                     "(select count(*) from int_search_terms)").fetchone()
+    shards = 1
+    while shards < MAX_SHARDS and shards * SHARD_BYTES < n_postings * POSTING_BYTES:
+        shards *= 2
     sessions = {s["session_id"]: s for s in data.sessions}
     plans = page_plans(con)  # the sessions of several pages: a prompt is on the page of its turn
-    rows = []
-    for _doc_id, kind, sid, ref, title, written_at, snippet in docs:
-        url = doc_url(kind, sid, ref, plans.get(sid)) if sid in sessions else ""
-        project = data.project_name.get(sessions[sid]["project_id"], "") if sid in sessions else ""
-        rows.append([kind, url, title or sid or ref or "", fmt_ts(written_at), snippet, project])
-    dump = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
-    terms = ",".join(f"{dump(term)}:[{text}]" for term, text in sorted(postings))
-    payload = f'{{"docs":{dump(rows)},"terms":{{{terms}}}}}'
-    # a <script> file, not JSON: browsers refuse fetch() from file://; "</" cannot end the script early
-    return "window.SEARCH_INDEX = " + payload.replace("</", "<\\/") + ";\n"
+    kinds: list[str] = []
+    codes: list[str] = []
+    cursor = con.execute(f"""
+        select kind, session_id, ref, title, written_at,
+               left(regexp_replace(coalesce(text, ''), '\\s+', ' ', 'g'), {SNIPPET}) as snippet
+        from int_search_docs order by doc_id""")
+    chunk = 0
+    while batch := cursor.fetchmany(CHUNK_DOCS):
+        rows = []
+        for kind, sid, ref, title, written_at, snippet in batch:
+            if kind not in kinds:
+                kinds.append(kind)
+            codes.append(_CODES[kinds.index(kind)])
+            url = doc_url(kind, sid, ref, plans.get(sid)) if sid in sessions else ""
+            project = data.project_name.get(sessions[sid]["project_id"], "") if sid in sessions else ""
+            rows.append([kind, url, title or sid or ref or "", fmt_ts(written_at), snippet, project])
+        text = _js("searchDocs", str(chunk), dump(rows))
+        digest.update(text.encode())
+        yield {f"{SEARCH_DIR}/docs-{chunk}.js": text}
+        chunk += 1
+    con.execute("""
+        create or replace temp table _search_positions as
+        select doc_id, n_terms, row_number() over (order by doc_id) - 1 as i from int_search_docs""")
+    con.execute(f"""
+        create or replace temp table _search_shards as
+        select term, {_SHARD_OF_TERM} % {shards} as shard, count(*) as df from int_search_terms group by term""")
+    groups = max(1, min(shards, -(-n_postings * POSTING_BYTES // GROUP_BYTES)))
+    per_group = -(-shards // groups)
+    try:
+        for first in range(0, shards, per_group):
+            # a DOUBLE rounded to 3 places prints as Python's json does (every such value checked in -2000..2000)
+            postings = con.execute(f"""
+                with corpus as (select count(*) as n, avg(n_terms) as avg_terms from int_search_docs)
+                select s.shard, t.term, string_agg(
+                           p.i::varchar || ',' || round(bm25_weight(t.tf, s.df, p.n_terms, corpus.n, corpus.avg_terms),
+                                                        3)::varchar, ',' order by t.doc_id)
+                from int_search_terms t join _search_shards s using (term) join _search_positions p using (doc_id)
+                     cross join corpus
+                where s.shard between {first} and {first + per_group - 1}
+                group by s.shard, t.term order by s.shard, t.term""").fetchall()
+            by_shard: dict[int, list[str]] = {k: [] for k in range(first, min(shards, first + per_group))}
+            for shard, term, text in postings:
+                by_shard[shard].append(f"{dump(term)}:[{text}]")
+            del postings
+            files = {}
+            for shard, terms in by_shard.items():
+                files[f"{SEARCH_DIR}/terms-{shard}.js"] = text = _js("searchTerms", str(shard),
+                                                                     "{" + ",".join(terms) + "}")
+                digest.update(text.encode())
+            yield files
+    finally:
+        con.execute("drop table if exists _search_positions")
+        con.execute("drop table if exists _search_shards")
+    meta = {"version": digest.hexdigest(), "shards": shards, "chunk": CHUNK_DOCS, "docs": n_docs, "kinds": kinds,
+            "doc_kinds": "".join(codes)}
+    yield {f"{SEARCH_DIR}/index.js": "window.SEARCH_META = " + dump(meta).replace("</", "<\\/") + ";\n"}
+
+
+_CODES = "0123456789abcdefghijklmnopqrstuvwxyz"  # a document's kind in ``doc_kinds``: its place in ``kinds``
 
 
 def _renderer(data: WikiData, svgs: dict[str, str]):
@@ -198,10 +269,10 @@ def session_page(data: WikiData, s: dict, page: int, ranges: list[tuple[int, int
                         range=(ranges[page][0] + 1, ranges[page][1] + 1) if ranges else None)}
 
 
-def build_site(data: WikiData, svgs: dict[str, str], index_js: str, with_sessions: bool = True) -> dict:
-    """Every file of the site as {relative path: text}: a pure function of the page data, its pages those
-    of ``wiki.catalog.PAGES``. Without the session pages when ``with_sessions`` is False (``report``'s
-    workers write them: ``session_pages``)."""
+def build_site(data: WikiData, svgs: dict[str, str], with_sessions: bool = True) -> dict:
+    """Every file of the site but the search index's (``search_files``) as {relative path: text}: a pure
+    function of the page data, its pages those of ``wiki.catalog.PAGES``. Without the session pages when
+    ``with_sessions`` is False (``report``'s workers write them: ``session_pages``)."""
     render = _renderer(data, svgs)
     files = {rel: render(template, rel, **values) for template, rel, values in catalog.site_pages(data, svgs)}
     if with_sessions:
@@ -209,5 +280,4 @@ def build_site(data: WikiData, svgs: dict[str, str], index_js: str, with_session
     for name in STATIC:
         files[f"static/{name}"] = (HERE / "static" / name).read_text(encoding="utf-8")
     files.update(svgs)
-    files["search-index.js"] = index_js
     return files

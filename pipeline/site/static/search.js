@@ -1,7 +1,8 @@
-// Search without a server: the prebuilt index (search-index.js: per term, the documents holding it and
-// their BM25 weight - the warehouse's search() weights) summed over the query's words. Served by
-// `python -m pipeline serve`, the page asks the live search API first. Results are built with
-// textContent only: nothing from the history is ever parsed as HTML.
+// Search without a server: the prebuilt index (search/: per term, the documents holding it and their BM25
+// weight - the warehouse's search() weights) summed over the query's words. The index is cut in files this
+// page loads as a search needs them (search/index.js says how): the terms' shards, then the chunks holding
+// the best documents. Served by `python -m pipeline serve`, the page asks the live search API first.
+// Results are built with textContent only: nothing from the history is ever parsed as HTML.
 (function () {
   "use strict";
   var CJK = "\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}";
@@ -21,12 +22,13 @@
     return Array.from(new Set(words));
   }
 
-  var root = document.querySelector("script[src$='search-index.js']").getAttribute("src")
-    .replace(/search-index\.js$/, "");
+  var root = document.querySelector("script[src$='search/index.js']").getAttribute("src")
+    .replace(/search\/index\.js$/, "");
   var form = document.getElementById("search");
   var input = document.getElementById("q");
   var status = document.getElementById("status");
   var list = document.getElementById("results");
+  var meta = window.SEARCH_META || { version: "", shards: 1, chunk: 1, docs: 0, kinds: [], doc_kinds: "" };
 
   function kinds() {
     var on = {};
@@ -34,22 +36,57 @@
     return on;
   }
 
+  // the index's files, each loaded once: a <script> (file:// pages cannot fetch) that hands its part over
+  var terms = {}, docs = {}, loading = {};
+  window.searchTerms = function (k, part) { terms[k] = part; };
+  window.searchDocs = function (k, part) { docs[k] = part; };
+  function load(name) {
+    if (!loading[name]) {
+      loading[name] = new Promise(function (resolve, reject) {
+        var s = document.createElement("script");
+        s.src = root + "search/" + name + ".js?v=" + encodeURIComponent(meta.version);
+        s.onload = resolve;
+        s.onerror = function () { delete loading[name]; reject(new Error("cannot load search/" + name + ".js")); };
+        document.head.appendChild(s);
+      });
+    }
+    return loading[name];
+  }
+
+  // a term's shard: the same polynomial hash of its code points as the report's (site.shard_of)
+  function shardOf(term) {
+    var h = 0;
+    for (var ch of term) h = (h * 31 + ch.codePointAt(0)) % 1000003;
+    return h % meta.shards;
+  }
+
   function staticSearch(q, limit) {
-    var index = window.SEARCH_INDEX || { docs: [], terms: {} };
-    var scores = new Map();
-    tokenize(q).forEach(function (term) {
-      var p = index.terms[term];
-      if (!p) return;
-      for (var i = 0; i < p.length; i += 2) scores.set(p[i], (scores.get(p[i]) || 0) + p[i + 1]);
+    var words = tokenize(q);
+    var shards = Array.from(new Set(words.map(shardOf)));
+    return Promise.all(shards.map(function (k) { return load("terms-" + k); })).then(function () {
+      var scores = new Map();
+      words.forEach(function (term) {
+        var part = terms[shardOf(term)] || {};
+        var p = Object.prototype.hasOwnProperty.call(part, term) ? part[term] : null;
+        if (!p) return;
+        for (var i = 0; i < p.length; i += 2) scores.set(p[i], (scores.get(p[i]) || 0) + p[i + 1]);
+      });
+      var on = kinds();
+      var best = [];
+      scores.forEach(function (score, i) {
+        if (on[meta.kinds[parseInt(meta.doc_kinds[i], 36)]]) best.push({ i: i, score: score });
+      });
+      // best first, ties in the warehouse's order of documents (as search() breaks them)
+      best.sort(function (a, b) { return b.score - a.score || a.i - b.i; });
+      best = best.slice(0, limit);
+      var chunks = Array.from(new Set(best.map(function (h) { return Math.floor(h.i / meta.chunk); })));
+      return Promise.all(chunks.map(function (j) { return load("docs-" + j); })).then(function () {
+        return best.map(function (h) {
+          var d = docs[Math.floor(h.i / meta.chunk)][h.i % meta.chunk];
+          return { kind: d[0], url: d[1], title: d[2], date: d[3], snippet: d[4], project: d[5], score: h.score };
+        });
+      });
     });
-    var on = kinds();
-    var hits = [];
-    scores.forEach(function (score, i) {
-      var d = index.docs[i];
-      if (on[d[0]]) hits.push({ kind: d[0], url: d[1], title: d[2], date: d[3], snippet: d[4], project: d[5], score: score });
-    });
-    hits.sort(function (a, b) { return b.score - a.score || (a.url < b.url ? -1 : 1); });
-    return hits.slice(0, limit);
   }
 
   function highlight(el, text, words) {
@@ -91,6 +128,10 @@
     var q = input.value.trim();
     var mine = ++seq;
     if (!q) { list.replaceChildren(); status.textContent = "Type words to search."; return; }
+    var fromIndex = function () {
+      staticSearch(q, 50).then(function (hits) { if (mine === seq) show(q, hits, "index"); })
+        .catch(function (e) { if (mine === seq) status.textContent = "The search index could not be read: " + e.message; });
+    };
     if (location.protocol === "http:" || location.protocol === "https:") {
       var on = kinds();
       fetch(root + "api/search?q=" + encodeURIComponent(q) + "&k=50").then(function (r) {
@@ -98,9 +139,9 @@
         return r.json();
       }).then(function (hits) {
         if (mine === seq) show(q, hits.filter(function (h) { return on[h.kind]; }), "live");
-      }).catch(function () { if (mine === seq) show(q, staticSearch(q, 50), "index"); });
+      }).catch(function () { if (mine === seq) fromIndex(); });
     } else {
-      show(q, staticSearch(q, 50), "index");
+      fromIndex();
     }
   }
 
