@@ -25,6 +25,7 @@ from pipeline.cli import main
 from pipeline.ingest import ingest
 from pipeline.site import timeline
 from pipeline.site.render import markdown
+from pipeline.wiki import pages
 from pipeline.wiki.markdown import quoted, safe_markdown
 
 from .conftest import REPO, SAMPLE_HOME, rows
@@ -334,6 +335,35 @@ def test_the_index_in_many_files_ranks_as_search_does(site, page, tmp_path, monk
     loaded = {u.rsplit("/", 1)[1].split("?")[0] for u in page.requests if "/search/" in u}
     assert "index.js" in loaded and len(loaded) < meta["shards"] + len(list(index.glob("docs-*.js")))
     assert not page.errors
+
+
+def test_the_sessions_page_lists_the_latest_and_every_session_is_in_its_month(site, tmp_path, monkeypatch):
+    """An organisation's history: the sessions page lists the latest SESSIONS_LISTED (its filters offer what they
+    hold) and links the months, whose pages hold every session."""
+    from pipeline.warehouse import connect
+    from pipeline.wiki import catalog
+
+    wh = site.parent / "w.duckdb"
+    monkeypatch.setattr(catalog, "SESSIONS_LISTED", 5)
+    out = tmp_path / "out"
+    assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet"]) == 0
+    con = connect(wh, read_only=True)
+    try:
+        ids = [r[0] for r in con.execute("select session_id from dim_sessions "
+                                         "order by started_at desc nulls last, session_id").fetchall()]
+    finally:
+        con.close()
+    root = out / "site"
+    page = (root / "sessions.html").read_text()
+    rows = re.findall(r'<tr data-started=.*?href="sessions/([^"]+)\.html"', page, re.S)
+    assert len(ids) > 5 and len(rows) == 5
+    assert f"The latest 5 sessions of {len(ids)}" in page
+    months = re.findall(r'href="(months/[^"]+\.html)"', page.split("The latest", 1)[1].split("</p>", 1)[0])
+    assert months and all((root / m).is_file() for m in months)
+    listed_months = set(re.findall(r'<option>(\d{4}-\d{2})</option>', page))
+    assert listed_months == {m for m in re.findall(r'data-month="([^"]+)"', page) if m != "undated"}
+    in_months = "".join(p.read_text() for p in (root / "months").glob("*.html"))
+    assert all(f"sessions/{pages.page_name(sid)}.html" in in_months for sid in ids)
 
 
 def test_a_hostile_prompt_renders_inert(site, page):

@@ -91,13 +91,20 @@ def _month_members(data: WikiData, _ctx: Context) -> Iterable[tuple[str, dict]]:
             for m, pages in month_pages(data.sessions).items() for i in range(len(pages))]
 
 
+# The site's sessions page lists the latest this many sessions (its filters and sorting work on them, in the page);
+# every session is on the month pages, a page per MONTH_PAGE of them. 19,600 sessions made a 13 MB page (a
+# team's lake of 200 machines); 10,000 make ~6.5 MB.
+SESSIONS_LISTED = 10_000
+
+
 def _sessions_values(data: WikiData, _ctx: Context) -> dict:
-    names = {x["project_id"]: data.project_name.get(x["project_id"], x["project_id"]) for x in data.sessions}
-    return {"n_empty": sum(1 for x in data.sessions if not x["n_turns"]),
-            "projects": sorted(set(names.values())), "clients": sorted({x["client"] for x in data.sessions}),
-            "month_names": sorted({x["started_at"].strftime("%Y-%m") for x in data.sessions if x["started_at"]},
+    listed = data.sessions[:SESSIONS_LISTED]  # latest first
+    names = {x["project_id"]: data.project_name.get(x["project_id"], x["project_id"]) for x in listed}
+    return {"listed": listed, "n_empty": sum(1 for x in listed if not x["n_turns"]),
+            "projects": sorted(set(names.values())), "clients": sorted({x["client"] for x in listed}),
+            "month_names": sorted({x["started_at"].strftime("%Y-%m") for x in listed if x["started_at"]},
                                   reverse=True),
-            "models": sorted({m for x in data.sessions for m in (x["models"] or [])})}
+            "models": sorted({m for x in listed for m in (x["models"] or [])})}
 
 
 def _runs_query(con: duckdb.DuckDBPyConnection) -> dict:
