@@ -9,6 +9,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import tempfile
 from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
@@ -18,7 +19,7 @@ import duckdb
 
 from . import charts
 from .schema import TABLES
-from .site import build_site, search_files
+from .site import search_files, site_files
 from .site import session_page as site_session_page
 from .site import session_pages as site_session_pages
 from .tree import MANIFEST, PENDING, TreeResult, finish, forget, inside, may_write, refused, write_files, write_tree
@@ -190,8 +191,9 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
             step("site")
             for files in search_files(con, data):  # a few files at a time: the index is never held whole
                 write_files(files, site_dir, site_sessions, force)
-            site = write_tree(build_site(data, svgs, with_sessions=False), site_dir, "site", done=site_sessions,
-                              force=force)
+            for rel, text in site_files(data, svgs):  # each page written as it is rendered
+                write_files({rel: text}, site_dir, site_sessions, force)
+            site = write_tree({}, site_dir, "site", done=site_sessions, force=force)
             for (tree, tree_names), result in zip(trees, (wiki, site), strict=True):
                 _record(tree, result, digests, tree_names)
             # last: with workers, the export runs beside all of the above (1 GB `events`, one session changed:
@@ -215,12 +217,13 @@ CHUNK_SESSIONS = 250  # sessions whose page data is read and rendered at a time
 _WORKER: tuple[queries.WikiData, duckdb.DuckDBPyConnection] | None = None  # a worker's page data and warehouse
 
 
-def _worker_start(parent: int, blob: bytes, warehouse: str) -> None:
+def _worker_start(parent: int, data_file: str, warehouse: str) -> None:
     global _WORKER
     from .processes import worker_init
 
     worker_init(parent)
-    _WORKER = pickle.loads(blob), connect(warehouse, read_only=True)
+    with open(data_file, "rb") as fh:
+        _WORKER = pickle.load(fh), connect(warehouse, read_only=True)
 
 
 def chunks(sessions: list[dict]) -> list[list[dict]]:
@@ -386,7 +389,7 @@ class PageWorkers:
     def __init__(self, con: duckdb.DuckDBPyConnection, warehouse: str | Path, data: queries.WikiData,
                  workers: int | None = None, n_sessions: int | None = None):
         """``n_sessions``: how many sessions' pages are to be rendered (default: all of ``data``'s)."""
-        self.con, self.data, self.pool, self.other = con, data, None, None
+        self.con, self.data, self.pool, self.other, self.data_file = con, data, None, None, None
         workers = workers or min(os.cpu_count() or 1, 4)
         if workers < 2 or len(data.sessions) < PARALLEL_MIN_SESSIONS:
             return
@@ -394,8 +397,12 @@ class PageWorkers:
 
         spawn = multiprocessing.get_context("spawn")
         if (len(data.sessions) if n_sessions is None else n_sessions) >= PARALLEL_MIN_SESSIONS:
-            blob = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
-            self.pool = pool(workers, spawn, _worker_start, (blob, str(warehouse)))
+            # the page data goes to the workers through a file: the pool keeps its workers' arguments for as long
+            # as it runs, and the pickle of 98,000 sessions is 44 MB
+            with tempfile.NamedTemporaryFile("wb", prefix="copilot-report-", suffix=".pickle", delete=False) as fh:
+                self.data_file = fh.name
+                pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            self.pool = pool(workers, spawn, _worker_start, (self.data_file, str(warehouse)))
         # one more worker, without the page data, for work that needs DuckDB's memory beside it (the parquet
         # export of a large warehouse: beside the pages even when few sessions' pages are to be rendered)
         self.other = pool(1, spawn)
@@ -426,13 +433,17 @@ class PageWorkers:
     def __exit__(self, kind: type[BaseException] | None, *_exc: object) -> None:
         from .processes import stop_pool
 
-        for pool in (self.pool, self.other):
-            if pool is None:
-                continue
-            if kind is None:
-                pool.shutdown()
-            else:  # an error, or Ctrl-C: the workers are stopped, not waited for
-                stop_pool(pool)
+        try:
+            for pool in (self.pool, self.other):
+                if pool is None:
+                    continue
+                if kind is None:
+                    pool.shutdown()
+                else:  # an error, or Ctrl-C: the workers are stopped, not waited for
+                    stop_pool(pool)
+        finally:
+            if self.data_file is not None:
+                os.unlink(self.data_file)
 
 
 def _q(p: Path) -> str:

@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -124,10 +125,11 @@ def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_h
 
     def counted(self, con, warehouse, data, workers=None, n_sessions=None):
         start(self, con, warehouse, data, workers=2, n_sessions=n_sessions)
-        made.append(self.pool)
+        made.append((self.pool, self.data_file))
     monkeypatch.setattr(report.PageWorkers, "__init__", counted)
     _parquet, wiki2, site2 = report.run_report(wh, tmp_path / "workers")
-    assert made and made[0] is not None  # the workers did write them
+    assert made and made[0][0] is not None  # the workers did write them
+    assert not Path(made[0][1]).exists()  # the page data they were given: removed when they are done
     assert tree(tmp_path / "here" / "parquet") == tree(tmp_path / "workers" / "parquet")
     for part in ("wiki", "site"):
         here, there = tree(tmp_path / "here" / part), tree(tmp_path / "workers" / part)

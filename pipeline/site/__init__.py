@@ -269,15 +269,14 @@ def session_page(data: WikiData, s: dict, page: int, ranges: list[tuple[int, int
                         range=(ranges[page][0] + 1, ranges[page][1] + 1) if ranges else None)}
 
 
-def build_site(data: WikiData, svgs: dict[str, str], with_sessions: bool = True) -> dict:
-    """Every file of the site but the search index's (``search_files``) as {relative path: text}: a pure
-    function of the page data, its pages those of ``wiki.catalog.PAGES``. Without the session pages when
-    ``with_sessions`` is False (``report``'s workers write them: ``session_pages``)."""
+def site_files(data: WikiData, svgs: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """Every file of the site but the sessions' pages (``session_pages``, which ``report``'s workers write) and
+    the search index's (``search_files``), one at a time as (relative path, text): a pure function of the page
+    data, its pages those of ``wiki.catalog.PAGES``. One at a time: the month pages of 98,000 sessions are
+    85 MB of HTML, which a dict of every page held until the last was rendered."""
     render = _renderer(data, svgs)
-    files = {rel: render(template, rel, **values) for template, rel, values in catalog.site_pages(data, svgs)}
-    if with_sessions:
-        files.update(session_pages(data, data.sessions))
+    for template, rel, values in catalog.site_pages(data, svgs):
+        yield rel, render(template, rel, **values)
     for name in STATIC:
-        files[f"static/{name}"] = (HERE / "static" / name).read_text(encoding="utf-8")
-    files.update(svgs)
-    return files
+        yield f"static/{name}", (HERE / "static" / name).read_text(encoding="utf-8")
+    yield from svgs.items()

@@ -3,7 +3,7 @@
 A ``Page`` names what it reads from the warehouse (``query``; most pages read the shared ``WikiData``),
 how the wiki writes it (``wiki``: a pure function to markdown), which site template renders it
 (``site``, given ``values``), whether and where it is in the navigation (the order of ``PAGES``), and
-when it exists at all (``shown``). ``build_pages`` (the wiki) and ``site.build_site`` both walk this one
+when it exists at all (``shown``). ``build_pages`` (the wiki) and ``site.site_files`` both walk this one
 list, the site's navigation bar and the wiki overview's list of pages come from it too: a new page is an
 entry here and its two templates.
 
@@ -211,7 +211,7 @@ def build_pages(data: WikiData, with_sessions: bool = True) -> tuple[dict[str, s
 
 
 def site_pages(data: WikiData, svgs: dict[str, str]) -> Iterable[tuple[str, str, dict]]:
-    """Every site page but the sessions' as (template, relative path, values): ``site.build_site`` renders
+    """Every site page but the sessions' as (template, relative path, values): ``site.site_files`` renders
     them."""
     ctx = context(data, svgs)
     for page in PAGES:
