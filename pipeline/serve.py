@@ -178,8 +178,8 @@ def allowed_hosts(host: str, extra: list[str] | tuple[str, ...] = ()) -> set[str
 class SitePages(StaticFiles):
     """The site's files, each read whole from one open file: a rebuild replaces pages while they are served,
     and Starlette's file response takes the length from the path's stat and the bytes from a later open, so a
-    page replaced in between was sent cut short (seen as an incomplete read by a client). Pages are small;
-    the search index of 20,000 sessions is tens of MB, read once per request."""
+    page replaced in between was sent cut short (seen as an incomplete read by a client). Pages are small, and
+    so are the search index's files (a few hundred KB each; a word in most documents: a few MB)."""
 
     def file_response(self, full_path: str | os.PathLike, stat_result: os.stat_result, scope: Scope,
                       status_code: int = 200) -> Response:
