@@ -412,3 +412,21 @@ def test_a_report_renders_again_only_the_sessions_whose_pages_changed(sample_hom
         assert kept_line() is None
     for part in ("wiki", "site"):
         assert tree(out / part) == tree(tmp_path / "anew" / part), part
+
+
+def test_the_digests_read_each_session_part_unsorted_and_whole(sample_home, tmp_path):
+    """The digests sum the hashes of the rows the session pages show: every part's own ORDER BY is dropped
+    (sorting every row with its texts for a sum), and nothing else of the query."""
+    from pipeline.warehouse import connect
+    from pipeline.wiki import queries
+
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    with connect(wh, read_only=True) as con:
+        for part, sql in queries.SESSION_PARTS.items():
+            whole = sql.format(where="true")
+            bare = queries.unordered(whole)
+            assert bare != whole and " order by " not in bare.rsplit(")", 1)[-1].lower(), part
+            assert sorted(map(repr, con.execute(bare).fetchall())) == sorted(map(repr, con.execute(whole).fetchall()))
+    assert queries.unordered("select string_agg(x, ',' order by y) from t") == \
+        "select string_agg(x, ',' order by y) from t"

@@ -5,6 +5,7 @@ gives the same pages). What a BI user would want too lives in a model (``report_
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -76,6 +77,15 @@ SESSION_PARTS = {
         from r group by all
         order by session_id, split, requests desc, name""",
 }
+
+
+_LAST_ORDER = re.compile(r"\s+order by [^()']*$", re.I)
+
+
+def unordered(sql: str) -> str:
+    """``sql`` without its last ORDER BY, when that clause is the statement's own (no parenthesis or quote
+    after it): for a query whose rows are summed, not listed."""
+    return _LAST_ORDER.sub("", sql)
 
 
 @dataclass
