@@ -168,6 +168,7 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
     con = connect(warehouse, read_only=True)  # first: a report that cannot start leaves no empty folder
     forget()
     try:
+        con.execute(f"set memory_limit = '{_report_memory()}'")
         step("reading pages")
         data = catalog.load(con, sessions=False)  # the sessions' parts: a chunk at a time (write_sessions)
         digests, plans = session_digests(con, data)
@@ -191,6 +192,7 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
             step("site")
             for files in search_files(con, data):  # a few files at a time: the index is never held whole
                 write_files(files, site_dir, site_sessions, force)
+            release_cache(con, _report_memory())  # what the index read is not read again
             for rel, text in site_files(data, svgs):  # each page written as it is rendered
                 write_files({rel: text}, site_dir, site_sessions, force)
             site = write_tree({}, site_dir, "site", done=site_sessions, force=force)
@@ -207,6 +209,16 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
                  len(data.sessions))
     refused(parquet, wiki, site)
     return parquet, wiki, site
+
+
+# DuckDB's memory in the report's main process (unless $COPILOT_WAREHOUSE_MEMORY says): its page data, digests and
+# search index read what they need in a few hundred MB, and under the usual 512 MB DuckDB kept what it read beside
+# everything else (98,000 sessions: the index 0.64 -> 1.15 GB of the main process, 0.70 GB under 256 MB, 15 -> 16 s)
+REPORT_MEMORY = "256MB"
+
+
+def _report_memory() -> str:
+    return memory_limit_unless_set(REPORT_MEMORY)
 
 
 # fewer sessions are rendered here: starting the workers costs about what they save (report of 197
@@ -282,14 +294,12 @@ def session_digests(con: duckdb.DuckDBPyConnection,
     the pages of the sessions that have several (``queries.page_plans``)."""
     parts: dict[str, list[str]] = {}
     # a sum of the rows' hashes: in any order (the parts' ORDER BY sorted every session's rows with their texts:
-    # 98,000 sessions 2.7 -> 1.2 s), under a small memory limit, and DuckDB's cache given back after: what it
-    # read is not read again (the report's main process 0.95 -> 0.37 GB at the end of the digests)
-    release_cache(con, memory_limit_unless_set(DIGEST_MEMORY))
+    # 98,000 sessions 2.7 -> 1.2 s), and DuckDB's cache given back after: what it read is not read again
     for part, sql in queries.SESSION_PARTS.items():
         for sid, total in con.execute(f"select session_id, sum(hash(q)::hugeint)::varchar from "
                                       f"({queries.unordered(sql.format(where='true'))}) as q group by 1").fetchall():
             parts.setdefault(sid, []).append(f"{part}:{total}")
-    release_cache(con)
+    release_cache(con, _report_memory())
     plans = queries.page_plans(con)
     common = f"{_code_digest()}|{catalog.nav(data)!r}"
     out = {}
@@ -302,7 +312,6 @@ def session_digests(con: duckdb.DuckDBPyConnection,
     return out, plans
 
 
-DIGEST_MEMORY = "256MB"  # DuckDB's memory for the digests' scans (unless $COPILOT_WAREHOUSE_MEMORY says)
 STATE_MAX_BYTES = 256 * 1024 * 1024  # a record larger than this is not read (it is not one this tool wrote)
 
 
