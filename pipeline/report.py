@@ -415,8 +415,13 @@ class PageWorkers:
             # the page data goes to the workers through a file: the pool keeps its workers' arguments for as long
             # as it runs, and the pickle of 98,000 sessions is 44 MB
             with tempfile.NamedTemporaryFile("wb", prefix="copilot-report-", suffix=".pickle", delete=False) as fh:
-                self.data_file = fh.name
-                pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                try:
+                    pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                except BaseException:  # a full disk, say: no file left behind
+                    fh.close()
+                    os.unlink(fh.name)
+                    raise
+            self.data_file = fh.name
             self.pool = pool(workers, spawn, _worker_start, (self.data_file, str(warehouse)))
         # one more worker, without the page data, for work that needs DuckDB's memory beside it (the parquet
         # export of a large warehouse: beside the pages even when few sessions' pages are to be rendered)

@@ -120,9 +120,14 @@ def shard_of(term: str, shards: int) -> int:
     return h % shards
 
 
+def _script(statement: str) -> str:
+    """``statement`` as a script file; "</" in its JSON cannot end a script early."""
+    return f"{statement};\n".replace("</", "<\\/")
+
+
 def _js(call: str, *values: str) -> str:
-    """A script that calls ``call`` with JSON ``values``; "</" cannot end the script early."""
-    return f"{call}({','.join(values)});\n".replace("</", "<\\/")
+    """A script that calls ``call`` with JSON ``values``."""
+    return _script(f"{call}({','.join(values)})")
 
 
 def search_files(con: duckdb.DuckDBPyConnection, data: WikiData) -> Iterator[dict[str, str]]:
@@ -160,15 +165,15 @@ def search_files(con: duckdb.DuckDBPyConnection, data: WikiData) -> Iterator[dic
         digest.update(text.encode())
         yield {f"{SEARCH_DIR}/docs-{chunk}.js": text}
         chunk += 1
-    con.execute("""
-        create or replace temp table _search_positions as
-        select doc_id, n_terms, row_number() over (order by doc_id) - 1 as i from int_search_docs""")
-    con.execute(f"""
-        create or replace temp table _search_shards as
-        select term, {_SHARD_OF_TERM} % {shards} as shard, count(*) as df from int_search_terms group by term""")
     groups = max(1, min(shards, -(-n_postings * POSTING_BYTES // GROUP_BYTES)))
     per_group = -(-shards // groups)
     try:
+        con.execute("""
+            create or replace temp table _search_positions as
+            select doc_id, n_terms, row_number() over (order by doc_id) - 1 as i from int_search_docs""")
+        con.execute(f"""
+            create or replace temp table _search_shards as
+            select term, {_SHARD_OF_TERM} % {shards} as shard, count(*) as df from int_search_terms group by term""")
         for first in range(0, shards, per_group):
             # a DOUBLE rounded to 3 places prints as Python's json does (every such value checked in -2000..2000)
             postings = con.execute(f"""
@@ -195,7 +200,7 @@ def search_files(con: duckdb.DuckDBPyConnection, data: WikiData) -> Iterator[dic
         con.execute("drop table if exists _search_shards")
     meta = {"version": digest.hexdigest(), "shards": shards, "chunk": CHUNK_DOCS, "docs": n_docs, "kinds": kinds,
             "doc_kinds": "".join(codes)}
-    yield {f"{SEARCH_DIR}/index.js": "window.SEARCH_META = " + dump(meta).replace("</", "<\\/") + ";\n"}
+    yield {f"{SEARCH_DIR}/index.js": _script("window.SEARCH_META = " + dump(meta))}
 
 
 _CODES = "0123456789abcdefghijklmnopqrstuvwxyz"  # a document's kind in ``doc_kinds``: its place in ``kinds``
