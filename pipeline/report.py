@@ -38,6 +38,7 @@ CHUNK_BYTES = 64 * 1024 * 1024  # a table with more text than this is written in
 # (19,600 sessions, 1.5 GB: peak RSS 789 MB under the usual 512 MB, 570 MB under this, in the same time)
 EXPORT_MEMORY = "256MB"
 LARGE_ROWS = 10_000  # tables with fewer rows are written by one COPY
+ROW_GROUP = 4096  # rows per row group of a table written in ranges
 
 
 def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = False) -> TreeResult:
@@ -132,25 +133,55 @@ def _ranges(con: duckdb.DuckDBPyConnection, name: str, first: str) -> list[tuple
 
 
 def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, ranges: list[tuple], tmp: Path) -> None:
-    """One Parquet file written range by range (each range sorted by the whole key: the file is too)."""
+    """One Parquet file sorted by the whole key, written range by range. The table is read once, in the
+    order it is stored, each row appended to its range's spill file (Arrow IPC, lz4, in a folder beside
+    ``tmp`` removed after); each range, small enough to sort in memory, is then read back, sorted and
+    written. A range read by a filter on the table decompressed every text of the table: the cost grew
+    with the square of the table (tool calls of 98,000 sessions, 72 ranges: 92 s; spilled: 27 s)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.ipc as ipc
     import pyarrow.parquet as pq
 
-    order = ", ".join(f'"{k}"' for k in key)
-    first = key[0]
-    writer = None
-    try:
-        for lo, hi in ranges:
-            where, params = ((f'"{first}" is null', []) if lo is None else
-                             (f'"{first}" between ? and ?', [lo, hi]))
-            reader = con.execute(f'select * from "{name}" where {where} order by {order}', params) \
-                .to_arrow_reader(4096)
-            for batch in reader:
+    first = f'"{key[0]}"'
+    nulls_at = next((i for i, (lo, _hi) in enumerate(ranges) if lo is None), None)  # NULLs: the last range
+    his = [hi for lo, hi in ranges if lo is not None]
+    which = "case " + "".join(f"when {first} <= ? then {i} " for i in range(len(his))) + \
+        (f"when {first} is null then {nulls_at} " if nulls_at is not None else "") + "end"
+    options = ipc.IpcWriteOptions(compression="lz4")
+    release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))  # what ``_ranges`` read: not read again
+    with tempfile.TemporaryDirectory(prefix=f".{name}-spill-", dir=tmp.parent) as spill:
+        spills: dict[int, ipc.RecordBatchStreamWriter] = {}
+        try:
+            for batch in con.execute(f'select *, {which} as "_range" from "{name}"', his).to_arrow_reader(8192):
+                batch = batch.take(pc.sort_indices(batch.column("_range")))  # each range's rows together
+                counts = pc.value_counts(batch.column("_range"))  # in order of first appearance: ascending
+                batch, start = batch.drop_columns(["_range"]), 0
+                for k, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
+                    if k not in spills:
+                        spills[k] = ipc.new_stream(os.path.join(spill, f"{k}.arrow"), batch.schema, options=options)
+                    spills[k].write_batch(batch.slice(start, n))
+                    start += n
+        finally:
+            for writer in spills.values():
+                writer.close()
+        release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))  # nor what this read
+        order_by = [(k, "ascending") for k in key]
+        writer = None
+        try:
+            for k in sorted(spills):
+                with pa.memory_map(os.path.join(spill, f"{k}.arrow")) as source:
+                    part = ipc.open_stream(source).read_all()
+                order = pc.sort_indices(part, order_by)  # NULLs last, as DuckDB's
                 if writer is None:
-                    writer = pq.ParquetWriter(tmp, batch.schema, compression="zstd")
-                writer.write_batch(batch, row_group_size=4096)
-    finally:
-        if writer is not None:
-            writer.close()
+                    writer = pq.ParquetWriter(tmp, part.schema, compression="zstd")
+                for start in range(0, len(order), ROW_GROUP):  # a row group at a time: the range is not copied
+                    writer.write_table(part.take(order.slice(start, ROW_GROUP)), row_group_size=ROW_GROUP)
+                del part
+        finally:
+            if writer is not None:
+                writer.close()
+            pa.default_memory_pool().release_unused()  # Arrow's allocator keeps what it freed, for the next
 
 
 def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str], None] | None = None,

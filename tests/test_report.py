@@ -240,11 +240,18 @@ def test_report_of_an_empty_warehouse_says_so(tmp_path):
 
 def test_large_tables_written_in_key_ranges_equal_one_copy(sample_home, tmp_path, monkeypatch):
     """A table too large for one sort in DuckDB's memory (a GB of tool outputs) is written range by
-    range; forced here on every table, the files hold the same rows, order and types as one COPY."""
+    range, through spill files; forced here on every table (two stored against their key's order), the
+    files hold the same rows, order and types as one COPY, and nothing else is left in the folder."""
     from pipeline import report
 
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
+    with duckdb.connect(str(wh)) as con:  # stored against the key's order: each range gathers rows from all over
+        for name in ("fct_tool_calls", "fct_turns"):
+            con.execute(f"create temp table r as select * from {name} order by session_id desc nulls first")
+            con.execute(f"delete from {name}")
+            con.execute(f"insert into {name} select * from r")
+            con.execute("drop table r")
     whole = export_parquet(wh, tmp_path / "whole").written
     monkeypatch.setattr(report, "LARGE_ROWS", 1)
     monkeypatch.setattr(report, "CHUNK_BYTES", 300)
@@ -260,6 +267,8 @@ def test_large_tables_written_in_key_ranges_equal_one_copy(sample_home, tmp_path
         if a.name in {"fct_tool_calls.parquet", "fct_turns.parquet", "stg_events.parquet"}:
             multi += len(report._ranges(duckdb.connect(str(wh), read_only=True), a.name[:-8], "session_id") or []) > 1
     assert multi >= 2  # the tables with most text really were written in several ranges
+    assert sorted(p.name for p in (tmp_path / "ranged").iterdir()) == sorted(  # the spill folders are gone
+        [".manifest.json", *(p.name for p in ranged)])
 
 
 def test_a_topic_trend_over_years_labels_at_most_eight_months():
