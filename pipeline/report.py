@@ -224,11 +224,16 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
             for files in search_files(con, data):  # a few files at a time: the index is never held whole
                 write_files(files, site_dir, site_sessions, force)
             release_cache(con, _report_memory())  # what the index read is not read again
-            for rel, text in site_files(data, svgs):  # each page written as it is rendered
-                write_files({rel: text}, site_dir, site_sessions, force)
+            months = MonthPages(site_dir, data, digests, force)
+            for rel, text in site_files(data, svgs, months.kept):  # each page written as it is rendered
+                if text is None:
+                    site_sessions.unchanged.append(site_dir / rel)
+                else:
+                    write_files({rel: text}, site_dir, site_sessions, force)
             site = write_tree({}, site_dir, "site", done=site_sessions, force=force)
             for (tree, tree_names), result in zip(trees, (wiki, site), strict=True):
                 _record(tree, result, digests, tree_names)
+            months.record(site)
             # last: with workers, the export runs beside all of the above (1 GB `events`, one session changed:
             # the wiki and the site waited ~2.8 s for it)
             step("parquet")
@@ -408,6 +413,53 @@ def _record(tree: Path, result: TreeResult, digests: dict[str, str], names: dict
     tmp = tree / (PAGES_STATE + ".tmp")
     tmp.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
     tmp.replace(tree / PAGES_STATE)
+
+
+MONTHS_STATE = ".month-pages.json"  # in the site: what each month page was made from
+
+
+class MonthPages:
+    """The site's month pages rendered again only when what they show changed: a digest of each page - its
+    sessions' digests (``session_digests``: their rows in the lists, their projects, the navigation and the
+    code), which page of how many, the month's count and the months it links - recorded in the site
+    (``MONTHS_STATE``) after the report. A session added to a month changes that month's pages alone (98,000
+    sessions: 981 pages rendered in 6-12 s to find one month's changed)."""
+
+    def __init__(self, site_dir: Path, data: queries.WikiData, digests: dict[str, str], force: bool) -> None:
+        self.site_dir, self.digests, self.now = site_dir, digests, {}
+        self.months = list(wiki_pages.month_pages(data.sessions))
+        self.before = {} if force else self._read()
+
+    def _read(self) -> dict[str, str]:
+        path = self.site_dir / MONTHS_STATE
+        try:
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > STATE_MAX_BYTES:
+                return {}
+            pages = json.loads(path.read_text(encoding="utf-8")).get("pages")
+        except (OSError, ValueError, AttributeError):
+            return {}
+        return {k: v for k, v in pages.items() if isinstance(k, str) and isinstance(v, str)} \
+            if isinstance(pages, dict) else {}
+
+    def kept(self, template: str, rel: str, values: dict) -> bool:
+        """Whether the month page ``rel`` is as the last report wrote it (any other page: rendered)."""
+        if template != "month.html":
+            return False
+        members = [self.digests.get(s["session_id"], "") for s in values["pages"][values["page"]]]
+        text = repr([self.months, values["month"], values["page"], len(values["pages"]), values["n"], members])
+        self.now[rel] = digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        path = self.site_dir / rel
+        return self.before.get(rel) == digest and path.is_file() and not path.is_symlink()
+
+    def record(self, site: TreeResult) -> None:
+        """The digests of the month pages the site now holds as this report made them, for the next report."""
+        prefix = str(self.site_dir) + os.sep
+        there = {str(p)[len(prefix):].replace(os.sep, "/") for p in (*site.written, *site.unchanged)
+                 if str(p).startswith(prefix + "months" + os.sep)}
+        state = {"pages": {rel: d for rel, d in sorted(self.now.items()) if rel in there}}
+        tmp = self.site_dir / (MONTHS_STATE + ".tmp")
+        tmp.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
+        tmp.replace(self.site_dir / MONTHS_STATE)
 
 
 def _merged(written: Iterable[tuple[TreeResult, TreeResult]]) -> tuple[TreeResult, TreeResult]:

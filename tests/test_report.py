@@ -365,7 +365,7 @@ def test_a_report_renders_again_only_the_sessions_whose_pages_changed(sample_hom
 
     def tree(out):
         return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
-                if p.is_file() and p.name != report.PAGES_STATE}
+                if p.is_file() and p.name not in (report.PAGES_STATE, report.MONTHS_STATE)}
 
     def kept_line():
         lines = [r.getMessage() for r in caplog.records if "sessions' pages unchanged" in r.getMessage()]
@@ -421,6 +421,59 @@ def test_a_report_renders_again_only_the_sessions_whose_pages_changed(sample_hom
         assert kept_line() is None
     for part in ("wiki", "site"):
         assert tree(out / part) == tree(tmp_path / "anew" / part), part
+
+
+def test_a_month_page_is_rendered_again_only_when_what_it_shows_changed(sample_home, tmp_path, monkeypatch):
+    # a month page shows its sessions' rows, which page of how many, the month's count and the months it
+    # links: one session grown renders its month's pages alone, and the site equals one written anew; a page
+    # removed by hand or a garbled record: rendered again
+    from pipeline import report
+
+    seen: dict[str, bool] = {}
+    kept = report.MonthPages.kept
+
+    def spy(self, template, rel, values):
+        answer = kept(self, template, rel, values)
+        if template == "month.html":
+            seen[rel] = answer
+        return answer
+    monkeypatch.setattr(report.MonthPages, "kept", spy)
+
+    def run(out):
+        seen.clear()
+        _p, _w, site = report.run_report(wh, out)
+        return dict(seen), site
+    wh, out = tmp_path / "w.duckdb", tmp_path / "out"
+    ingest(wh, [sample_home])
+    first, _site = run(out)
+    assert len(first) >= 2 and not any(first.values())  # nothing recorded yet: every month page rendered
+    again, site = run(out)
+    assert again.keys() == first.keys() and all(again.values()) and site.written == []
+    assert all((out / "site" / rel) in site.unchanged for rel in again)  # kept: listed, not removed
+
+    starts = dict(rows(wh, "select session_id, strftime(started_at, '%Y-%m') from dim_sessions"))
+    log = sorted(sample_home.glob("session-state/*/events.jsonl"))[0]
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "user.message", "data": {"content": "one more question"}, "id": "more-1",
+                             "timestamp": "2026-09-30T10:00:00.000Z"}) + "\n")
+    ingest(wh, [sample_home])
+    grown, site = run(out)
+    month = starts[log.parent.name]
+    assert {rel for rel, k in grown.items() if not k} == {rel for rel in grown if rel.startswith(f"months/{month}")}
+    assert any(rel.startswith(f"months/{month}") for rel in grown) and any(grown.values())
+    report.run_report(wh, tmp_path / "anew")
+    for rel in grown:
+        assert (out / "site" / rel).read_bytes() == (tmp_path / "anew" / "site" / rel).read_bytes(), rel
+    assert "<span class=\"muted\">" not in (out / "site" / next(iter(grown))).read_text().split('class="months"')[1]
+
+    page = out / "site" / next(rel for rel, k in grown.items() if k)
+    page.unlink()
+    removed, _site = run(out)
+    assert page.is_file()
+    assert [rel for rel, k in removed.items() if not k] == [page.relative_to(out / "site").as_posix()]
+    (out / "site" / report.MONTHS_STATE).write_text("{not json")
+    garbled, _site = run(out)
+    assert not any(garbled.values())
 
 
 def test_the_digests_read_each_session_part_unsorted_and_whole(sample_home, tmp_path):

@@ -274,14 +274,16 @@ def session_page(data: WikiData, s: dict, page: int, ranges: list[tuple[int, int
                         range=(ranges[page][0] + 1, ranges[page][1] + 1) if ranges else None)}
 
 
-def site_files(data: WikiData, svgs: dict[str, str]) -> Iterator[tuple[str, str]]:
+def site_files(data: WikiData, svgs: dict[str, str],
+               kept: Callable[[str, str, dict], bool] | None = None) -> Iterator[tuple[str, str | None]]:
     """Every file of the site but the sessions' pages (``session_pages``, which ``report``'s workers write) and
     the search index's (``search_files``), one at a time as (relative path, text): a pure function of the page
     data, its pages those of ``wiki.catalog.PAGES``. One at a time: the month pages of 98,000 sessions are
-    85 MB of HTML, which a dict of every page held until the last was rendered."""
+    85 MB of HTML, which a dict of every page held until the last was rendered. A page ``kept`` says is as
+    the last report wrote it (told its template, path and values) is not rendered: its text is None."""
     render = _renderer(data, svgs)
     for template, rel, values in catalog.site_pages(data, svgs):
-        yield rel, render(template, rel, **values)
+        yield rel, None if kept is not None and kept(template, rel, values) else render(template, rel, **values)
     for name in STATIC:
         yield f"static/{name}", (HERE / "static" / name).read_text(encoding="utf-8")
     yield from svgs.items()
