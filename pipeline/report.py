@@ -209,6 +209,8 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
         recorded = [(tree, _recorded(tree, tree_names)) for tree, tree_names in trees]
         kept = set() if force else _unchanged(data.sessions, digests, recorded)
         todo = [s for s in data.sessions if s["session_id"] not in kept]
+        kept_files = [[f for sid in sorted(kept) for f in record[sid][1]] for _tree, record in recorded]
+        del recorded  # not held through the report (98,000 sessions: ~90 MB)
         with PageWorkers(con, warehouse, data, n_sessions=len(todo)) as workers:
             exported = workers.call(export_parquet, warehouse, out / "parquet", force)
             pages, specs = build_pages(data, with_sessions=False)  # the session pages: by the workers
@@ -217,8 +219,8 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
             step("wiki and charts")
             svgs = charts_drawn()
             wiki_sessions, site_sessions = sessions_written()
-            for (tree, record), done in zip(recorded, (wiki_sessions, site_sessions), strict=True):
-                done.unchanged += [tree / f for sid in sorted(kept) for f in record[sid][1]]  # kept as they are
+            for (tree, _names), files, done in zip(trees, kept_files, (wiki_sessions, site_sessions), strict=True):
+                done.unchanged += [tree / f for f in files]  # kept as they are
             wiki = write_tree({**pages, **svgs}, wiki_dir, "wiki", done=wiki_sessions, force=force)
             step("site")
             for files in search_files(con, data):  # a few files at a time: the index is never held whole
