@@ -102,7 +102,7 @@ def test_wiki_is_deterministic_and_rewrites_nothing_unchanged(sample_home, tmp_p
 
 
 def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_home, tmp_path, monkeypatch):
-    # report hands the parquet export, the charts and the session pages to worker processes when there
+    # report hands the parquet export, the search index, the charts and the session pages to worker processes when there
     # are many sessions: the same files, byte for byte (manifests included), as when this process writes
     # them all; and the session pages, read a few sessions at a time, as write_wiki's from one whole read
     from pipeline import report

@@ -130,12 +130,13 @@ def _js(call: str, *values: str) -> str:
     return _script(f"{call}({','.join(values)})")
 
 
-def search_files(con: duckdb.DuckDBPyConnection, data: WikiData) -> Iterator[dict[str, str]]:
+def search_files(con: duckdb.DuckDBPyConnection, projects: dict[str, str]) -> Iterator[dict[str, str]]:
     """The search index's files (``search/...``), a few at a time: every search document (prompts, answers,
     checkpoints, memories) with a snippet, and per term the documents holding it with their BM25 weight - the
     weights of the warehouse's ``search()`` macro (k1 = 1.2, b = 0.75), so the page ranks as ``serve`` and
     ``search`` do. Neither the documents nor the postings are held whole here or in DuckDB; ``index.js``
-    comes last, with a digest of the others (the version a page asks for: no page mixes two reports)."""
+    comes last, with a digest of the others (the version a page asks for: no page mixes two reports).
+    ``projects``: the project name of each session the site has pages for (``search_projects``)."""
     dump = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
     digest = hashlib.blake2b(digest_size=8)
     n_docs, n_postings = con.execute("select (select count(*) from int_search_docs), "
@@ -143,7 +144,6 @@ def search_files(con: duckdb.DuckDBPyConnection, data: WikiData) -> Iterator[dic
     shards = 1
     while shards < MAX_SHARDS and shards * SHARD_BYTES < n_postings * POSTING_BYTES:
         shards *= 2
-    sessions = {s["session_id"]: s for s in data.sessions}
     plans = page_plans(con)  # the sessions of several pages: a prompt is on the page of its turn
     kinds: list[str] = []
     codes: list[str] = []
@@ -158,9 +158,8 @@ def search_files(con: duckdb.DuckDBPyConnection, data: WikiData) -> Iterator[dic
             if kind not in kinds:
                 kinds.append(kind)
             codes.append(_CODES[kinds.index(kind)])
-            url = doc_url(kind, sid, ref, plans.get(sid)) if sid in sessions else ""
-            project = data.project_name.get(sessions[sid]["project_id"], "") if sid in sessions else ""
-            rows.append([kind, url, title or sid or ref or "", fmt_ts(written_at), snippet, project])
+            url = doc_url(kind, sid, ref, plans.get(sid)) if sid in projects else ""
+            rows.append([kind, url, title or sid or ref or "", fmt_ts(written_at), snippet, projects.get(sid, "")])
         text = _js("searchDocs", str(chunk), dump(rows))
         digest.update(text.encode())
         yield {f"{SEARCH_DIR}/docs-{chunk}.js": text}
@@ -201,6 +200,11 @@ def search_files(con: duckdb.DuckDBPyConnection, data: WikiData) -> Iterator[dic
     meta = {"version": digest.hexdigest(), "shards": shards, "chunk": CHUNK_DOCS, "docs": n_docs, "kinds": kinds,
             "doc_kinds": "".join(codes)}
     yield {f"{SEARCH_DIR}/index.js": _script("window.SEARCH_META = " + dump(meta))}
+
+
+def search_projects(data: WikiData) -> dict[str, str]:
+    """What ``search_files`` needs of the page data: each session's project name (a result links its session)."""
+    return {s["session_id"]: data.project_name.get(s["project_id"], "") for s in data.sessions}
 
 
 _CODES = "0123456789abcdefghijklmnopqrstuvwxyz"  # a document's kind in ``doc_kinds``: its place in ``kinds``
