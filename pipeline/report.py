@@ -152,7 +152,7 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
     order it is stored, each row appended to its range's spill file (Arrow IPC, lz4, in a folder beside
     ``tmp`` removed after); each range, small enough to sort in memory, is then read back, sorted and
     written. A range read by a filter on the table decompressed every text of the table: the cost grew
-    with the square of the table (tool calls of 98,000 sessions, 72 ranges: 92 s; spilled: 27 s)."""
+    with the square of the table (tool calls of 98,000 sessions, 72 ranges: 92 s; spilled: 30 s)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.ipc as ipc
