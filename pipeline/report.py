@@ -228,7 +228,7 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
         del recorded  # not held through the report (98,000 sessions: ~90 MB)
         with PageWorkers(con, warehouse, data, n_sessions=len(todo)) as workers:
             exported = workers.call(export_parquet, warehouse, out / "parquet", force)
-            searched = workers.call(write_search, warehouse, site_dir, search_projects(data), force)
+            searched = workers.call_any(write_search, warehouse, site_dir, search_projects(data), force)
             pages, specs = build_pages(data, with_sessions=False)  # the session pages: by the workers
             charts_drawn = charts.start(specs, wiki_dir, workers.pool)
             sessions_written = workers.sessions(wiki_dir, site_dir, force, todo)
@@ -522,10 +522,10 @@ class PageWorkers:
                     raise
             self.data_file = fh.name
             self.pool = pool(workers, spawn, _worker_start, (self.data_file, str(warehouse)))
-        # two more workers, without the page data, for work that needs DuckDB's memory beside it (the parquet
-        # export and the search index of a large warehouse: beside the pages and each other, even when few
-        # sessions' pages are to be rendered)
-        self.other = pool(2, spawn)
+        # more workers, without the page data, for work that needs DuckDB's memory beside it: the parquet export
+        # of a large warehouse, beside the pages even when few sessions' pages are to be rendered; and then the
+        # search index beside it (with many pages to render, the index is the page workers' - ``call_any``)
+        self.other = pool(1 if self.pool is not None else 2, spawn)
 
     def call(self, fn: Callable[..., T], *args: object) -> Callable[[], T]:
         """``fn(*args)`` on a worker without the page data (here, at once, without workers); returns
@@ -534,6 +534,13 @@ class PageWorkers:
             result = fn(*args)
             return lambda: result
         return self.other.submit(fn, *args).result
+
+    def call_any(self, fn: Callable[..., T], *args: object) -> Callable[[], T]:
+        """``fn(*args)`` on any worker: the page workers' when they are there (no process more on cores they
+        keep busy), else beside the export (``call``)."""
+        if self.pool is None:
+            return self.call(fn, *args)
+        return self.pool.submit(fn, *args).result
 
     def sessions(self, wiki_dir: Path, site_dir: Path, force: bool = False,
                  sessions: list[dict] | None = None) -> Callable[[], tuple[TreeResult, TreeResult]]:
