@@ -371,19 +371,24 @@ def _recorded(tree: Path, names: dict[str, str]) -> dict[str, tuple[str, list[st
     """What the last report recorded in ``tree`` of each session: (digest, its files), keeping only what
     a report writes - a session's own page files (``names``: a file's session), by a record that is a
     file of its own. Anything else (garbled, a link, another shape) counts as no record: pages rendered."""
-    path = tree / PAGES_STATE
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > STATE_MAX_BYTES:
-            return {}
-        sessions = json.loads(path.read_text(encoding="utf-8")).get("sessions")
-    except (OSError, ValueError, AttributeError):
-        return {}
+    sessions = _state(tree / PAGES_STATE, "sessions")
     out = {}
     for sid, entry in sessions.items() if isinstance(sessions, dict) else ():
         if (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], list)
                 and entry[1] and all(isinstance(f, str) and names.get(f) == sid for f in entry[1])):
             out[sid] = (entry[0], entry[1])
     return out
+
+
+def _state(path: Path, key: str) -> object:
+    """``key`` of a record a report wrote (``PAGES_STATE``, ``MONTHS_STATE``); None when there is none to read -
+    a link, a file too large to be one, garbled, another shape."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > STATE_MAX_BYTES:
+            return None
+        return json.loads(path.read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _unchanged(sessions: list[dict], digests: dict[str, str],
@@ -447,13 +452,7 @@ class MonthPages:
         self.before = {} if force else self._read()
 
     def _read(self) -> dict[str, str]:
-        path = self.site_dir / MONTHS_STATE
-        try:
-            if path.is_symlink() or not path.is_file() or path.stat().st_size > STATE_MAX_BYTES:
-                return {}
-            pages = json.loads(path.read_text(encoding="utf-8")).get("pages")
-        except (OSError, ValueError, AttributeError):
-            return {}
+        pages = _state(self.site_dir / MONTHS_STATE, "pages")
         return {k: v for k, v in pages.items() if isinstance(k, str) and isinstance(v, str)} \
             if isinstance(pages, dict) else {}
 
