@@ -391,6 +391,13 @@ def _state(path: Path, key: str) -> object:
         return None
 
 
+def _write_state(path: Path, state: dict) -> None:
+    """A record for the next report (what ``_state`` reads), through a temporary file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
+    tmp.replace(path)
+
+
 def _unchanged(sessions: list[dict], digests: dict[str, str],
                recorded: list[tuple[Path, dict[str, tuple[str, list[str]]]]]) -> set[str]:
     """The sessions whose pages are as the last report made them in every tree (``recorded``: each tree and its
@@ -431,9 +438,7 @@ def _record(tree: Path, result: TreeResult, digests: dict[str, str], names: dict
         if rel in names:
             files.setdefault(names[rel], []).append(rel)
     state = {"sessions": {sid: [digests[sid], sorted(fs)] for sid, fs in sorted(files.items()) if sid in digests}}
-    tmp = tree / (PAGES_STATE + ".tmp")
-    tmp.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
-    tmp.replace(tree / PAGES_STATE)
+    _write_state(tree / PAGES_STATE, state)
 
 
 MONTHS_STATE = ".month-pages.json"  # in the site: what each month page was made from
@@ -472,9 +477,7 @@ class MonthPages:
         there = {str(p)[len(prefix):].replace(os.sep, "/") for p in (*site.written, *site.unchanged)
                  if str(p).startswith(prefix + "months" + os.sep)}
         state = {"pages": {rel: d for rel, d in sorted(self.now.items()) if rel in there}}
-        tmp = self.site_dir / (MONTHS_STATE + ".tmp")
-        tmp.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
-        tmp.replace(self.site_dir / MONTHS_STATE)
+        _write_state(self.site_dir / MONTHS_STATE, state)
 
 
 def _merged(written: Iterable[tuple[TreeResult, TreeResult]]) -> tuple[TreeResult, TreeResult]:
