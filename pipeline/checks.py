@@ -58,7 +58,8 @@ def all_checks(checks_dir: Path | None = None, *, scoped: bool = False) -> list[
     sessions (each includes the session or a document id made from it; rows of no session are
     always rebuilt, so always in scope)."""
     checks_dir = checks_dir or CHECKS_DIR or sql_dir() / "checks"
-    incremental = {m.name for m in load_models() if m.incremental} if scoped else set()
+    # the per-project models are small (a row per project and term): checked whole
+    incremental = {m.name for m in load_models() if m.incremental == "session_id"} if scoped else set()
     out = []
     for t in STAR + MODELS:
         rows = None

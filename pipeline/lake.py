@@ -34,7 +34,7 @@ import duckdb
 
 from . import extensions
 from .checks import ChecksFailed, run_checks
-from .models import load_models, run_models
+from .models import load_models, projects_of, run_models
 from .schema import ALL_TABLES, STAR, TABLES
 from .warehouse import (
     LOCK_WAIT,
@@ -498,12 +498,13 @@ def _refresh_copy(catalog: str, path: Path, have: str | None, snapshot: str) -> 
         return False
     with _updating(path) as con:
         attach(con, catalog, read_only=True)
+        before = projects_of(con, changed)  # a session can move: its old project's model rows change too
         scope = key_table(con, "_refreshed", changed)
         for table in LAKE_TABLES:
             con.execute(f'delete from "{table}" where coalesce(session_id, \'\') in {scope}')
         _fill_from_lake(con, catalog, f"select * from ({_CHOSEN}) where session_id in {scope}")
         con.execute('drop table "_refreshed"')
-        _models_and_checks(con, snapshot, sorted(s for s in changed if s))
+        _models_and_checks(con, snapshot, sorted(s for s in changed if s), before)
     log.info("the lake's copy refreshed from snapshot %d to %d: %d sessions changed", old, new, len(changed))
     return True
 
@@ -703,10 +704,12 @@ def _fill_from_lake(con: duckdb.DuckDBPyConnection, catalog: str, chosen: str) -
     con.execute("drop table chosen")
 
 
-def _models_and_checks(con: duckdb.DuckDBPyConnection, snapshot: str, sessions: list[str] | None = None) -> None:
-    """The models over the copy (of ``sessions`` only, the incremental ones, when given), the checks, and the
-    snapshot the copy now holds."""
-    run_models(con, sessions)
+def _models_and_checks(con: duckdb.DuckDBPyConnection, snapshot: str, sessions: list[str] | None = None,
+                       projects: list[str] = ()) -> None:
+    """The models over the copy (of ``sessions`` only, the incremental ones, when given, and of the projects they
+    belong to now and ``projects``, those they belonged to before), the checks, and the snapshot the copy now
+    holds."""
+    run_models(con, sessions, projects=projects)
     failures = run_checks(con, sessions=sessions)
     if failures:
         raise ChecksFailed(failures)

@@ -15,6 +15,10 @@ A header line configures a model, dbt style:
   the top) of a table that has the column narrowed to those sessions - dbt's ``is_incremental()``,
   done by the runner, so the SQL itself stays a pure SELECT over everything that runs as it is in
   a bare DuckDB shell.
+- ``-- incremental: project_id``: its rows belong to one project each, and are computed from that
+  project's rows alone. An ingest rebuilds the rows of the projects the changed sessions belong to
+  now (``dim_sessions``) and belonged to before (``projects``, read by the caller before the star
+  changed: a session can move to another project), the same way.
 """
 
 from __future__ import annotations
@@ -37,7 +41,10 @@ _CONFIG = re.compile(r"^--\s*(incremental):\s*(\S+)\s*$", re.MULTILINE)
 _COMMENT = re.compile(r"--[^\n]*")
 _STRING = re.compile(r"'(?:[^']|'')*'")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_IMPORT = re.compile(r"^(\w+) as \(\s*select \* from (\w+)\s*\)", re.MULTILINE)
+# an import CTE: ``x as (select * from t)``, or ``x as not materialized (...)`` where the CTE is read more than once
+# and DuckDB would copy the table before reading it (it materializes such CTEs)
+_IMPORT = re.compile(r"^(\w+) as ((?:not )?materialized )?\(\s*select \* from (\w+)\s*\)", re.MULTILINE)
+SCOPES = {"session_id": "_scope", "project_id": "_scope_projects"}  # an incremental model's key: its scope's table
 
 
 def sql_dir() -> Path:
@@ -84,6 +91,9 @@ def load_models(root: Path | None = None) -> list[Model]:
     for layer, path in files:
         sql = path.read_text(encoding="utf-8").strip().rstrip(";")
         config = dict(_CONFIG.findall(sql))
+        if config.get("incremental", "session_id") not in SCOPES:
+            raise ModelError(f"{path}: incremental by {config['incremental']}: a model can be incremental by "
+                             f"{' or '.join(SCOPES)}")
         models.append(Model(path.stem, layer, path, sql, _refs(sql, names, path.stem), config.get("incremental")))
     return build_order(models)
 
@@ -114,13 +124,30 @@ def incremental_models_filled(con: duckdb.DuckDBPyConnection, root: Path | None 
                for m in load_models(root) if m.incremental)
 
 
+def projects_of(con: duckdb.DuckDBPyConnection, sessions: list[str] | set[str]) -> list[str]:
+    """The projects ``sessions`` belong to in ``dim_sessions`` (read before their star rows change, these are
+    what ``run_models`` needs as the projects they belonged to)."""
+    sessions = sorted(s for s in sessions if s)
+    if not sessions:
+        return []
+    keys = key_table(con, "_of_sessions", sessions)
+    found = [r[0] for r in con.execute(f"select distinct project_id from dim_sessions where session_id in {keys} "
+                                       "and project_id is not null order by 1").fetchall()]
+    con.execute('drop table "_of_sessions"')
+    return found
+
+
 def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None,
-               root: Path | None = None) -> list[str]:
+               root: Path | None = None, projects: list[str] | tuple[str, ...] = ()) -> list[str]:
     """(Re)build every macro and model; ``sessions`` limits the incremental models to the rows of
-    those sessions (None: everything). Returns the names of the models (not macros) in build order."""
+    those sessions, and of the projects they belong to now and ``projects`` (those they belonged to
+    before the change) - None: everything. Returns the names of the models (not macros) in build order."""
     seconds: dict[str, float] = {}  # of each model (not macro) built, in build order
     if sessions is not None:
-        key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to
+        scope = key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to
+        now = [r[0] for r in con.execute(f"select distinct project_id from dim_sessions where session_id in {scope} "
+                                         "and project_id is not null").fetchall()]
+        key_table(con, "_scope_projects", sorted(set(projects) | set(now)))
     tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = 'main' "
                                         "and database_name = current_database()").fetchall()}
     for model in load_models(root):
@@ -136,7 +163,8 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
         if model.layer != "macros":
             seconds[model.name] = time.perf_counter() - started
     if sessions is not None:
-        con.execute('drop table "_scope"')
+        for table in SCOPES.values():
+            con.execute(f'drop table "{table}"')
     slowest = sorted(seconds.items(), key=lambda kv: -kv[1])[:SLOWEST]
     log.info("%d models built (%s) in %.2fs; slowest: %s", len(seconds),
              "incremental" if sessions is not None else "full", sum(seconds.values()),
@@ -150,9 +178,9 @@ SLOWEST = 5  # models named, with their seconds, in the log line of a build (`-v
 def narrowed(sql: str, key: str, condition: str) -> str:
     """``sql`` with each import CTE of a table that has column ``key`` filtered by ``condition``."""
     def narrow(m: re.Match) -> str:
-        cte, table = m.group(1), m.group(2)
+        cte, materialized, table = m.group(1), m.group(2) or "", m.group(3)
         if table in TABLES and any(c.name == key for c in TABLES[table].columns):
-            return f"{cte} as (\n    select * from {table} where {condition}\n)"
+            return f"{cte} as {materialized}(\n    select * from {table} where {condition}\n)"
         return m.group(0)
     return _IMPORT.sub(narrow, sql)
 
@@ -166,7 +194,7 @@ def _build(con: duckdb.DuckDBPyConnection, model: Model, sessions: list[str] | N
     select = f"select {cols} from ({model.sql})"
     if sessions is not None and model.incremental:
         key = model.incremental
-        in_scope = f'"{key}" is null or "{key}" in (select key from "_scope")'  # filled by run_models
+        in_scope = f'"{key}" is null or "{key}" in (select key from "{SCOPES[key]}")'  # filled by run_models
         scoped = f"select {cols} from ({narrowed(model.sql, key, in_scope)})"
         con.execute(f'delete from "{model.name}" where {in_scope}')
         con.execute(f'insert into "{model.name}" select * from ({scoped}) where {in_scope}')

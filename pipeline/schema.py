@@ -666,6 +666,29 @@ MODELS = MARTS + [
         ("session_started_at", "TIMESTAMPTZ", "Session start (UTC)."),
     ),
     _t(
+        "int_topic_project_terms", "one row per project x topic term", ["project_id", "term"],
+        "Each project's topic terms summed over its sessions (its months, and its sessions without a start "
+        "time): what report_topics weighs and int_topic_idf sums. Kept per project: an ingest rebuilds the rows "
+        "of the projects its changed sessions belong to.",
+        ("project_id", "VARCHAR", ""), ("term", "VARCHAR", ""),
+        ("tf", "DOUBLE", "Sum of the source weights in the project's sessions."),
+        ("n_sessions", "INTEGER", "Sessions of the project using the term."),
+        ("first_seen_at", "TIMESTAMPTZ", "Start of the first of those sessions (UTC)."),
+        ("last_seen_at", "TIMESTAMPTZ", "Start of the last of those sessions (UTC)."),
+        ("n_project_sessions", "INTEGER", "Sessions of the project with any topic term (the same on each of "
+                                          "its rows)."),
+    ),
+    _t(
+        "int_topic_project_months", "one row per project x topic term x month", ["project_id", "term", "month"],
+        "Each project's topic terms per month of session start (sessions with a start time): what "
+        "report_topic_trends weighs. Kept per project, as int_topic_project_terms.",
+        ("project_id", "VARCHAR", ""), ("term", "VARCHAR", ""), ("month", "DATE", "First day of the month (UTC)."),
+        ("n_sessions", "INTEGER", "Sessions of the project that month using the term."),
+        ("tf", "DOUBLE", "Sum of the source weights in those sessions."),
+        ("first_seen_at", "TIMESTAMPTZ", "Start of the first of those sessions (UTC)."),
+        ("last_seen_at", "TIMESTAMPTZ", "Start of the last of those sessions (UTC)."),
+    ),
+    _t(
         "int_topic_idf", "one row per topic term", ["term"],
         "Inverse document frequency of each topic term over all sessions: idf = ln(1 + N / df).",
         ("term", "VARCHAR", ""), ("df", "INTEGER", "Sessions using the term."),

@@ -641,7 +641,8 @@ def test_the_models_run_for_the_sessions_whose_star_rows_changed(sample_home, tm
 
     scopes = []
     run_models = ingest_module.run_models
-    monkeypatch.setattr(ingest_module, "run_models", lambda con, scope: scopes.append(scope) or run_models(con, scope))
+    monkeypatch.setattr(ingest_module, "run_models",
+                        lambda con, scope, projects: scopes.append(scope) or run_models(con, scope, projects=projects))
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
     assert scopes == [None]  # a new warehouse: every model whole
@@ -657,5 +658,44 @@ def test_the_models_run_for_the_sessions_whose_star_rows_changed(sample_home, tm
     assert scopes == [None, [yaml.parent.name]]
     tables = STAR_TABLES + [t.name for t in MODELS]
     incremental = snapshot(wh, tables)
+    ingest(wh, [sample_home], full=True)
+    assert snapshot(wh, tables) == incremental
+
+
+def test_a_session_that_moves_to_another_project_leaves_its_old_project_rebuilt(sample_home, tmp_path, monkeypatch):
+    """The per-project models (topics, file importance and coupling, tool usage) rebuild the projects of the changed
+    sessions alone - where the sessions belong now and where they belonged before: a session whose folder changed
+    leaves its old project's rows as a full rebuild has them, not with its terms and files still counted there."""
+    import pipeline.ingest as ingest_module
+
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    yaml = next(p for p in sample_home.glob("session-state/*/workspace.yaml")
+                if "Token refresh TTL bug" in p.read_text())
+    sid = yaml.parent.name
+    old = rows(wh, "select project_id from dim_sessions where session_id = ?", [sid])[0][0]
+    others = {r[0] for r in rows(wh, "select distinct project_id from dim_sessions where project_id <> ?", [old])}
+    old_topics = rows(wh, "select count(*) from report_topics where project_id = ?", [old])[0][0]
+    assert old_topics and rows(wh, "select count(*) from report_file_importance where project_id = ?", [old])[0][0]
+    scopes = []
+    run_models = ingest_module.run_models
+    monkeypatch.setattr(ingest_module, "run_models",
+                        lambda con, scope, projects: scopes.append((scope, projects)) or run_models(con, scope,
+                                                                                                  projects=projects))
+    log = yaml.parent / "events.jsonl"  # its session.start names the folder and repository: edited in place
+    text = log.read_text(encoding="utf-8")
+    for key, was, now in (("cwd", "/home/dev/acme-api", "/home/dev/billing"),
+                          ("gitRoot", "/home/dev/acme-api", "/home/dev/billing"),
+                          ("repository", "acme/acme-api", "acme/billing")):
+        assert f'"{key}": "{was}"' in text
+        text = text.replace(f'"{key}": "{was}"', f'"{key}": "{now}"')
+    log.write_text(text, encoding="utf-8")
+    ingest(wh, [sample_home])
+    new = rows(wh, "select project_id from dim_sessions where session_id = ?", [sid])[0][0]
+    assert new != old and new not in others
+    assert scopes == [([sid], [old])]  # the project it left, read before its star rows changed
+    tables = STAR_TABLES + [t.name for t in MODELS]
+    incremental = snapshot(wh, tables)
+    assert rows(wh, "select count(*) from report_topics where project_id = ?", [new])[0][0]
     ingest(wh, [sample_home], full=True)
     assert snapshot(wh, tables) == incremental

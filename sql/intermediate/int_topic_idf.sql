@@ -1,21 +1,29 @@
 -- int_topic_idf: one row per topic term; the inverse document frequency over all sessions,
--- idf = ln(1 + N / df), shared by report_topics and report_topic_trends
+-- idf = ln(1 + N / df), shared by report_topics and report_topic_trends. A session belongs to one
+-- project: df and N are sums over the projects (int_topic_project_terms).
 with
 
-topic_terms as (
-    select * from int_topic_terms
+project_terms as (
+    select * from int_topic_project_terms
+),
+
+projects as (
+    select distinct
+        project_id,
+        n_project_sessions
+    from project_terms
 ),
 
 corpus as (
-    select count(distinct session_id) as n_sessions
-    from topic_terms
+    select sum(n_project_sessions)::bigint as n_sessions
+    from projects
 ),
 
 document_frequency as (
     select
         term,
-        count(distinct session_id) as df
-    from topic_terms
+        sum(n_sessions)::bigint as df
+    from project_terms
     group by term
 ),
 

@@ -1,6 +1,7 @@
 -- int_usage_legs: one row per session x leg x model (fct_usage_legs) with its project and the UTC
 -- day it is dated by (its last request, else the leg's or the session's start); the base of the
 -- report_usage_* models, so every period and the CLI's `usage` add up the same rows.
+-- incremental: session_id
 with
 
 usage_legs as (

@@ -2,7 +2,9 @@
 -- (temporal coupling as in code-maat): degree = 100 * shared / average(n_sessions_a, n_sessions_b).
 -- As code-maat's --max-changeset-size (default 30), a session that changed more than 30 files is left
 -- out: a bulk edit couples everything, and its pairs grow as the square of its files (one session
--- editing 8,000 files made 33 million pairs and took a minute)
+-- editing 8,000 files made 33 million pairs and took a minute). A session's files are all of its project: the
+-- rows of the projects an ingest's changed sessions belong to (before and after) are rebuilt, the rest kept.
+-- incremental: project_id
 with
 
 file_touches as (

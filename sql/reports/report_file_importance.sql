@@ -5,6 +5,10 @@
 -- project's latest touch, so the score of an old project does not decay to nothing.
 -- A prompt (or a checkpoint's important_files) mentions a file when one of its words is the file's
 -- path, its file name, or its stem (file name without extension) of 6+ characters.
+-- A file belongs to the project of the sessions that touched it (its id is made of the two), so a project's
+-- rows are computed from its own files, touches and words: an ingest rebuilds the projects its changed
+-- sessions belong to (before and after the change).
+-- incremental: project_id
 with
 
 project_files as (

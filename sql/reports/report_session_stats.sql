@@ -1,4 +1,5 @@
 -- report_session_stats: one row per session
+-- incremental: session_id
 with
 
 sessions as (

@@ -1,4 +1,6 @@
--- report_tool_usage: one row per project x tool
+-- report_tool_usage: one row per project x tool (its sessions' calls: the projects of an ingest's changed
+-- sessions, before and after, are rebuilt)
+-- incremental: project_id
 with
 
 tool_calls as (

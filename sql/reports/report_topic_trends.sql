@@ -5,8 +5,8 @@ topics as (
     select * from report_topics
 ),
 
-topic_terms as (
-    select * from int_topic_terms
+project_months as (
+    select * from int_topic_project_months
 ),
 
 topic_idf as (
@@ -23,15 +23,13 @@ top_terms as (
 
 monthly as (
     select
-        terms.project_id,
-        terms.term,
-        (date_trunc('month', timezone('UTC', terms.session_started_at)))::date as month,
-        count(distinct terms.session_id)::integer as n_sessions,
-        sum(terms.weight) as tf
-    from topic_terms as terms
-    inner join top_terms on terms.project_id = top_terms.project_id and terms.term = top_terms.term
-    where terms.session_started_at is not null
-    group by terms.project_id, terms.term, (date_trunc('month', timezone('UTC', terms.session_started_at)))::date
+        months.project_id,
+        months.term,
+        months.month,
+        months.n_sessions,
+        months.tf
+    from project_months as months
+    inner join top_terms on months.project_id = top_terms.project_id and months.term = top_terms.term
 ),
 
 weighted as (

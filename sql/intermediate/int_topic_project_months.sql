@@ -1,0 +1,26 @@
+-- int_topic_project_months: one row per project x topic term x month of session start (sessions with a start
+-- time); what report_topic_trends weighs, and int_topic_project_terms sums. A session belongs to one project,
+-- so its rows are computed from the project's sessions alone: an ingest rebuilds the rows of the projects its
+-- changed sessions belong to (before and after the change), not the whole history's.
+-- incremental: project_id
+with
+
+topic_terms as (
+    select * from int_topic_terms
+),
+
+monthly as (
+    select
+        project_id,
+        term,
+        (date_trunc('month', timezone('UTC', session_started_at)))::date as month,
+        count(distinct session_id)::integer as n_sessions,
+        sum(weight) as tf,
+        min(session_started_at) as first_seen_at,
+        max(session_started_at) as last_seen_at
+    from topic_terms
+    where session_started_at is not null
+    group by project_id, term, (date_trunc('month', timezone('UTC', session_started_at)))::date
+)
+
+select * from monthly
