@@ -39,6 +39,8 @@ CHUNK_BYTES = 64 * 1024 * 1024  # a table with more text than this is written in
 EXPORT_MEMORY = "256MB"
 LARGE_ROWS = 10_000  # tables with fewer rows are written by one COPY
 ROW_GROUP = 4096  # rows per row group of a table written in ranges
+SPILL_BATCH = 1024 * 1024  # bytes of a range's rows written to its spill file at once
+SPILL_WAITING = 32 * 1024 * 1024  # bytes of rows waiting for their ranges' spill files, at most (about)
 
 
 def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = False) -> TreeResult:
@@ -167,6 +169,17 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
     release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))  # what ``_ranges`` read: not read again
     with tempfile.TemporaryDirectory(prefix=f".{name}-spill-", dir=tmp.parent) as spill:
         spills: dict[int, ipc.RecordBatchStreamWriter] = {}
+        # each range's rows wait until they make a batch of SPILL_BATCH bytes (or all that wait, SPILL_WAITING):
+        # a batch of 8,192 rows holds ~110 of each of 72 ranges, and compressing and reading back batches that
+        # small cost more than reading the table (tool calls of 98,000 sessions: 31 -> 26 s)
+        waiting: dict[int, list] = {}
+        sizes: dict[int, int] = {}
+
+        def flush(k: int) -> None:
+            if waiting.get(k):
+                spills[k].write_batch(pa.concat_batches(waiting[k]))
+            waiting[k], sizes[k] = [], 0
+
         try:
             for batch in con.execute(f'select *, {which} as "_range" from "{name}"', his).to_arrow_reader(8192):
                 batch = batch.take(pc.sort_indices(batch.column("_range")))  # each range's rows together
@@ -175,8 +188,17 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
                 for k, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
                     if k not in spills:
                         spills[k] = ipc.new_stream(os.path.join(spill, f"{k}.arrow"), batch.schema, options=options)
-                    spills[k].write_batch(batch.slice(start, n))
+                    rows = batch.slice(start, n)
                     start += n
+                    waiting.setdefault(k, []).append(rows)
+                    sizes[k] = sizes.get(k, 0) + rows.nbytes
+                    if sizes[k] >= SPILL_BATCH:
+                        flush(k)
+                if sum(sizes.values()) >= SPILL_WAITING:
+                    for k in list(waiting):
+                        flush(k)
+            for k in list(waiting):
+                flush(k)
         finally:
             for writer in spills.values():
                 writer.close()

@@ -255,6 +255,8 @@ def test_large_tables_written_in_key_ranges_equal_one_copy(sample_home, tmp_path
     whole = export_parquet(wh, tmp_path / "whole").written
     monkeypatch.setattr(report, "LARGE_ROWS", 1)
     monkeypatch.setattr(report, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(report, "SPILL_BATCH", 200)  # a range's rows spilled as they reach 200 bytes,
+    monkeypatch.setattr(report, "SPILL_WAITING", 2000)  # or with every range's when all wait for 2,000
     ranged = export_parquet(wh, tmp_path / "ranged").written
     con = duckdb.connect()
     con.execute("set TimeZone = 'UTC'")
