@@ -52,20 +52,22 @@ def key_check_sql(table: str, key: tuple[str, ...], rows: str | None = None) -> 
 
 
 def all_checks(checks_dir: Path | None = None, *, scoped: bool = False) -> list[tuple[str, str]]:
-    """Every check as (name, SQL). ``scoped``: the keys of the per-session models are checked on
-    the rows of the sessions in the temporary table ``_check_scope`` only. The other sessions'
-    rows are as the run that wrote them checked them, and no key of those models spans two
-    sessions (each includes the session or a document id made from it; rows of no session are
-    always rebuilt, so always in scope)."""
+    """Every check as (name, SQL). ``scoped``: the keys of the star tables and the per-session models are
+    checked on the rows of the sessions in the temporary table ``_check_scope`` (and the rows of no session)
+    only. The other sessions' rows are as the run that wrote them checked them: a run replaces a session's
+    rows whole, and no such key spans two sessions (each includes the session or a document id made from
+    it). The per-project models, a row per project and term or file, are checked whole."""
     checks_dir = checks_dir or CHECKS_DIR or sql_dir() / "checks"
-    # the per-project models are small (a row per project and term): checked whole
-    incremental = {m.name for m in load_models() if m.incremental == "session_id"} if scoped else set()
+    narrowed = set()
+    if scoped:
+        narrowed = {m.name for m in load_models() if m.incremental == "session_id"}
+        narrowed |= {t.name for t in STAR if "session_id" in t.key}
     out = []
     for t in STAR + MODELS:
         rows = None
-        if t.name in incremental:
-            rows = (f'(select * from "{t.name}" where session_id is null '
-                    f"or session_id in (select session_id from _check_scope))")
+        if t.name in narrowed:  # two scans, not one with `is null or in (...)`: 8.8 M search terms 0.3-0.5 -> 0.08 s
+            rows = (f'(select * from "{t.name}" where session_id in (select session_id from _check_scope) '
+                    f'union all select * from "{t.name}" where session_id is null)')
         out.append((f"unique_key_{t.name}", key_check_sql(t.name, t.key, rows)))
     for path in sorted(checks_dir.glob("*.sql")):
         out.append((path.stem, path.read_text(encoding="utf-8")))
@@ -75,7 +77,7 @@ def all_checks(checks_dir: Path | None = None, *, scoped: bool = False) -> list[
 def run_checks(con: duckdb.DuckDBPyConnection, checks_dir: Path | None = None, *,
                sessions: list[str] | None = None) -> list[CheckFailure]:
     """Run every check; ``sessions`` (an incremental ingest's changed sessions) narrows the key
-    checks of the per-session models to their rows (see ``all_checks``)."""
+    checks of the star tables and the per-session models to their rows (see ``all_checks``)."""
     failures = []
     scoped = sessions is not None
     if scoped:

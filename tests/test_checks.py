@@ -47,21 +47,26 @@ def test_a_failing_check_fails_the_run_and_leaves_the_warehouse(sample_home, tmp
     assert rows(wh, "select count(*) from stg_events") == before  # rolled back
 
 
-def test_an_incremental_run_checks_the_keys_of_per_session_models_on_the_changed_sessions(sample_home, tmp_path):
-    """Rows of unchanged sessions were checked by the run that wrote them; a key of a per-session
-    model never spans sessions, so the changed sessions' rows are what can break it."""
+def test_an_incremental_run_checks_the_keys_of_per_session_tables_on_the_changed_sessions(sample_home, tmp_path):
+    """Rows of unchanged sessions were checked by the run that wrote them; a key of a star table or a
+    per-session model never spans sessions, so the changed sessions' rows are what can break it - and rows
+    of no session, always checked."""
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
     con = duckdb.connect(str(wh))
     try:
         changed, other = [r[0] for r in con.execute(
-            "select distinct session_id from int_topic_terms order by 1 limit 2").fetchall()]
-        con.execute("insert into int_topic_terms select * from int_topic_terms where session_id = ? limit 1",
-                    [changed])
+            "select distinct session_id from fct_tool_calls where session_id in (select session_id from "
+            "int_topic_terms) order by 1 limit 2").fetchall()]
+        for table in ("int_topic_terms", "fct_tool_calls"):
+            con.execute(f"insert into {table} select * from {table} where session_id = ? limit 1", [changed])
         in_scope = {f.name for f in checks.run_checks(con, sessions=[changed])}
         out_of_scope = {f.name for f in checks.run_checks(con, sessions=[other])}
         everything = {f.name for f in checks.run_checks(con)}
+        con.execute("insert into fct_turns by name select * replace (null as session_id) from fct_turns limit 1")
+        sessionless = {f.name for f in checks.run_checks(con, sessions=[other])}
     finally:
         con.close()
-    assert in_scope == everything == {"unique_key_int_topic_terms"}
+    assert in_scope == everything == {"unique_key_int_topic_terms", "unique_key_fct_tool_calls"}
     assert out_of_scope == set()
+    assert "unique_key_fct_turns" in sessionless
