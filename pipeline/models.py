@@ -125,8 +125,8 @@ def incremental_models_filled(con: duckdb.DuckDBPyConnection, root: Path | None 
 
 
 def projects_of(con: duckdb.DuckDBPyConnection, sessions: list[str] | set[str]) -> list[str]:
-    """The projects ``sessions`` belong to in ``dim_sessions`` (read before their star rows change, these are
-    what ``run_models`` needs as the projects they belonged to)."""
+    """The projects ``sessions`` belong to in ``dim_sessions`` (read before their star rows change: the projects
+    they belonged to, which ``run_models`` needs beside those they belong to now)."""
     sessions = sorted(s for s in sessions if s)
     if not sessions:
         return []
@@ -144,10 +144,8 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
     before the change) - None: everything. Returns the names of the models (not macros) in build order."""
     seconds: dict[str, float] = {}  # of each model (not macro) built, in build order
     if sessions is not None:
-        scope = key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to
-        now = [r[0] for r in con.execute(f"select distinct project_id from dim_sessions where session_id in {scope} "
-                                         "and project_id is not null").fetchall()]
-        key_table(con, "_scope_projects", sorted(set(projects) | set(now)))
+        key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to, and their projects
+        key_table(con, "_scope_projects", sorted(set(projects) | set(projects_of(con, sessions))))
     tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = 'main' "
                                         "and database_name = current_database()").fetchall()}
     for model in load_models(root):
