@@ -3,17 +3,14 @@ and the static HTML site (both from one read of the warehouse)."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import multiprocessing
 import os
 import pickle
-import queue
 import tempfile
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
@@ -183,30 +180,23 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
                 spills[k].write_batch(pa.concat_batches(waiting[k]))
             waiting[k], sizes[k] = [], 0
 
-        def split() -> Iterator[list[tuple[int, pa.RecordBatch]]]:  # each batch read, as its ranges' rows
+        try:
             for batch in con.execute(f'select *, {which} as "_range" from "{name}"', his).to_arrow_reader(8192):
                 batch = batch.take(pc.sort_indices(batch.column("_range")))  # each range's rows together
                 counts = pc.value_counts(batch.column("_range"))  # in order of first appearance: ascending
-                batch, start, out = batch.drop_columns(["_range"]), 0, []
+                batch, start = batch.drop_columns(["_range"]), 0
                 for k, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
-                    out.append((k, batch.slice(start, n)))
+                    if k not in spills:
+                        spills[k] = ipc.new_stream(os.path.join(spill, f"{k}.arrow"), batch.schema, options=options)
+                    rows = batch.slice(start, n)
                     start += n
-                yield out
-
-        def spilled(parts: list[tuple[int, pa.RecordBatch]]) -> None:
-            for k, rows in parts:
-                if k not in spills:
-                    spills[k] = ipc.new_stream(os.path.join(spill, f"{k}.arrow"), rows.schema, options=options)
-                waiting.setdefault(k, []).append(rows)
-                sizes[k] = sizes.get(k, 0) + rows.nbytes
-                if sizes[k] >= SPILL_BATCH:
-                    flush(k)
-            if sum(sizes.values()) >= SPILL_WAITING:
-                for k in list(waiting):
-                    flush(k)
-
-        try:
-            overlapped(split(), spilled)  # DuckDB reads the next batch while this one is compressed and written
+                    waiting.setdefault(k, []).append(rows)
+                    sizes[k] = sizes.get(k, 0) + rows.nbytes
+                    if sizes[k] >= SPILL_BATCH:
+                        flush(k)
+                if sum(sizes.values()) >= SPILL_WAITING:
+                    for k in list(waiting):
+                        flush(k)
             for k in list(waiting):
                 flush(k)
         finally:
@@ -214,64 +204,21 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
                 writer.close()
         release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))  # nor what this read
         order_by = [(k, "ascending") for k in key]
-
-        def sorted_groups() -> Iterator[pa.Table]:  # each range read back and sorted, a row group at a time
+        writer = None
+        try:
             for k in sorted(spills):
                 with pa.memory_map(os.path.join(spill, f"{k}.arrow")) as source:
                     part = ipc.open_stream(source).read_all()
                 order = pc.sort_indices(part, order_by)  # NULLs last, as DuckDB's
-                for start in range(0, len(order), ROW_GROUP):  # a row group at a time: the range is not copied
-                    yield part.take(order.slice(start, ROW_GROUP))
-                del part, order
-
-        writer = None
-        try:
-            def written(group: pa.Table) -> None:
-                nonlocal writer
                 if writer is None:
-                    writer = pq.ParquetWriter(tmp, group.schema, compression="zstd")
-                writer.write_table(group, row_group_size=ROW_GROUP)
-
-            overlapped(sorted_groups(), written)  # the next row group sorted out while this one is compressed
+                    writer = pq.ParquetWriter(tmp, part.schema, compression="zstd")
+                for start in range(0, len(order), ROW_GROUP):  # a row group at a time: the range is not copied
+                    writer.write_table(part.take(order.slice(start, ROW_GROUP)), row_group_size=ROW_GROUP)
+                del part
         finally:
             if writer is not None:
                 writer.close()
             pa.default_memory_pool().release_unused()  # Arrow's allocator keeps what it freed, for the next
-
-
-def overlapped(items: Iterator[T], use: Callable[[T], object], depth: int = 2) -> None:
-    """``use`` each of ``items`` in order, while a thread makes the next ones (at most ``depth`` made ahead): DuckDB
-    and pyarrow let go of the GIL while they read, sort and compress, so the two share the machine's cores. An
-    error on either side stops both and is raised here."""
-    made: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    end = object()
-    failed: list[BaseException] = []
-
-    def make() -> None:
-        try:
-            for item in items:
-                if stop.is_set():
-                    return
-                made.put(item)
-        except BaseException as exc:  # raised where the items are used
-            failed.append(exc)
-        finally:
-            made.put(end)
-
-    thread = threading.Thread(target=make, name="overlapped", daemon=True)
-    thread.start()
-    try:
-        while (item := made.get()) is not end:
-            use(item)
-    finally:
-        stop.set()
-        while thread.is_alive():  # let a blocked put through, then wait for the thread to end
-            with contextlib.suppress(queue.Empty):
-                made.get(timeout=0.05)
-        thread.join()
-    if failed:
-        raise failed[0]
 
 
 def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str], None] | None = None,

@@ -273,40 +273,6 @@ def test_large_tables_written_in_key_ranges_equal_one_copy(sample_home, tmp_path
         [".manifest.json", *(p.name for p in ranged)])
 
 
-def test_overlapped_uses_every_item_in_order_and_stops_both_sides_on_an_error():
-    """The export reads the next batch (and sorts the next row group) on a thread while this one is written: every
-    item is used once, in order, with at most ``depth`` made ahead; an error where the items are made or where they
-    are used is raised to the caller, and the other side stops (no thread is left blocked)."""
-    import threading
-
-    from pipeline.report import overlapped
-
-    made, used = [], []
-
-    def items(n, fail_at=None):
-        for i in range(n):
-            if i == fail_at:
-                raise ValueError(f"made {i}")
-            made.append(i)
-            yield i
-
-    overlapped(items(50), lambda i: used.append((i, len(made) - i)))
-    assert [i for i, _ahead in used] == list(range(50))
-    assert max(ahead for _i, ahead in used) <= 1 + 2 + 1  # the one in use, two waiting, one made and being put
-    with pytest.raises(ValueError, match="made 7"):
-        overlapped(items(50, fail_at=7), lambda i: None)
-    made.clear()
-
-    def use(i):
-        if i == 3:
-            raise KeyError("used 3")
-
-    with pytest.raises(KeyError, match="used 3"):
-        overlapped(items(10_000), use)
-    assert len(made) < 100  # the maker stopped soon after
-    assert not [t for t in threading.enumerate() if t.name == "overlapped"]
-
-
 def test_a_topic_trend_over_years_labels_at_most_eight_months():
     # one label per month ran into each other past a year or so (100 months: unreadable)
     import re
