@@ -170,8 +170,8 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
     with tempfile.TemporaryDirectory(prefix=f".{name}-spill-", dir=tmp.parent) as spill:
         spills: dict[int, ipc.RecordBatchStreamWriter] = {}
         # each range's rows wait until they make a batch of SPILL_BATCH bytes (or all that wait, SPILL_WAITING):
-        # a batch of 8,192 rows holds ~110 of each of 72 ranges, and compressing and reading back batches that
-        # small cost more than reading the table (tool calls of 98,000 sessions: 31 -> 26 s)
+        # a batch read holds a few rows of each of many ranges, and compressing and reading back batches that
+        # small cost more than reading the table
         waiting: dict[int, list] = {}
         sizes: dict[int, int] = {}
 
