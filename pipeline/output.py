@@ -15,6 +15,8 @@ from decimal import Decimal
 from typing import IO
 from uuid import UUID
 
+from wcwidth import wcswidth, wcwidth
+
 TABLE_ROWS = 200
 TABLE_TEXT = 60
 
@@ -103,6 +105,30 @@ def write(columns: Sequence[str], rows: Iterable[Sequence], fmt: str, out: IO[st
     return n
 
 
+def width(text: str) -> int:
+    """Columns a text takes in a terminal (a CJK character two, a combining mark none)."""
+    w = wcswidth(text)
+    return w if w >= 0 else len(text)
+
+
+def pad(text: str, columns: int, right: bool = False) -> str:
+    """``text`` filled with spaces to ``columns`` terminal columns (on the left when ``right``)."""
+    fill = " " * max(columns - width(text), 0)
+    return fill + text if right else text + fill
+
+
+def clip(text: str, columns: int) -> str:
+    """``text`` cut to at most ``columns`` terminal columns, ending in … when it was cut."""
+    if width(text) <= columns:
+        return text
+    used = 0
+    for i, ch in enumerate(text):
+        used += max(wcwidth(ch), 0)
+        if used > columns - 1:
+            return text[:i] + "…"
+    return text
+
+
 def _table(columns: Sequence[str], rows: Iterable[Sequence], out: IO[str], notes: IO[str]) -> int:
     shown, more, cut = [], False, False
     for r in rows:
@@ -112,16 +138,17 @@ def _table(columns: Sequence[str], rows: Iterable[Sequence], out: IO[str], notes
         cells = []
         for v in r:
             t = " ".join(text(v).split()) if isinstance(v, str) else text(v).replace("\n", " ")
-            if len(t) > TABLE_TEXT:
-                t, cut = t[:TABLE_TEXT - 1] + "…", True
+            head = t[:4 * TABLE_TEXT]  # a long text measured by its head only (a character takes at most two columns)
+            short = clip(head if head == t else head + "…", TABLE_TEXT)
+            if short != t:
+                t, cut = short, True
             cells.append((t, _numeric(v)))
         shown.append(cells)
-    widths = [max([len(c)] + [len(r[i][0]) for r in shown]) for i, c in enumerate(columns)]
+    widths = [max([width(c)] + [width(r[i][0]) for r in shown]) for i, c in enumerate(columns)]
     right = [bool(shown) and all(r[i][1] or not r[i][0] for r in shown) for i in range(len(columns))]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if right[i] else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths,
-                                                                                               strict=True))).rstrip()
+        return "  ".join(pad(c, w, right[i]) for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
     out.write(line(list(columns)) + "\n")
     out.write(line(["─" * w for w in widths]) + "\n")
     for r in shown:
@@ -131,5 +158,5 @@ def _table(columns: Sequence[str], rows: Iterable[Sequence], out: IO[str], notes
     if more:
         notes.write(f"(the first {TABLE_ROWS} rows shown; more not shown: --format csv or json prints every row)\n")
     if cut:
-        notes.write(f"(text longer than {TABLE_TEXT} characters cut at …; --format csv or json prints it whole)\n")
+        notes.write(f"(text longer than {TABLE_TEXT} columns cut at …; --format csv or json prints it whole)\n")
     return len(shown)

@@ -14,7 +14,10 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 import duckdb
-from wcwidth import wcswidth
+
+from .output import clip as _clip
+from .output import pad as _pad
+from .output import width as _width
 
 BY = ("day", "week", "month", "session", "model", "project", "agent", "skill")
 # by agent and by skill: from the single requests (fct_requests), the only rows that say which agent made them
@@ -276,28 +279,6 @@ def render(table: UsageTable, fmt: str, width: int | None = None) -> str:
                     "— : no source records the figure; sums count the legs that record it (see the last "
                     "column).")
     return "\n".join(body) + "\n"
-
-
-def _width(text: str) -> int:
-    """Columns a text takes in a terminal (a CJK character two, a combining mark none)."""
-    w = wcswidth(text)
-    return w if w >= 0 else len(text)
-
-
-def _pad(text: str, width: int, right: bool = False) -> str:
-    fill = " " * max(width - _width(text), 0)
-    return fill + text if right else text + fill
-
-
-def _clip(text: str, width: int) -> str:
-    if _width(text) <= width:
-        return text
-    out = ""
-    for ch in text:
-        if _width(out + ch) > width - 1:
-            break
-        out += ch
-    return out + "…"
 
 
 # what a narrow terminal loses first, then the text columns are cut to fit

@@ -59,6 +59,22 @@ def test_table_says_when_it_cut(warehouse, capsys):
     assert len(capsys.readouterr().out.splitlines()) == 251
 
 
+def test_table_aligns_by_the_columns_a_text_takes_in_a_terminal(warehouse, capsys):
+    """A Chinese, Japanese or Korean character takes two columns, a combining mark none: the table pads and cuts
+    by those columns, so the next column starts at the same place on every line."""
+    from wcwidth import wcswidth
+
+    sql = ("select * from (values ('資訊', 1), ('javax', 22), ('cafe\u0301', 333), (repeat('語', 45), 4), "
+           "(repeat('e\u0301', 300), 5)) as t(term, n)")
+    assert main(["query", sql, "--warehouse", str(warehouse)]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert [wcswidth(line) for line in lines[2:]] == [wcswidth(lines[0])] * 5  # every row as wide as the header
+    assert lines[3].startswith("javax ") and "…" in lines[5] and "…" in lines[6]
+    assert max(wcswidth(line.rsplit("  ", 1)[0].rstrip()) for line in lines[2:]) <= 60  # cut to 60 columns
+    assert "text longer than 60" in err
+
+
 def test_version_and_flags_before_or_after_the_verb(warehouse):
     version = run("--version")
     assert version.returncode == 0 and version.stdout.startswith("copilot-warehouse ") and "DuckDB 1.5.5" in \
