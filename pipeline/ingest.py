@@ -29,7 +29,7 @@ from .extract.parallel import read_all
 from .load import star
 from .load.spool import Spool, prune_texts, run_folder
 from .load.state import Plan, SourceState, keep_gone, restore_gone
-from .models import incremental_models_filled, projects_of, run_models
+from .models import models_current, projects_of, run_models
 from .redact import store_paths
 from .runs import RunSummary, new_run_id, record_run
 from .schema import MODELS, STAR
@@ -232,7 +232,7 @@ def _build(run: _Run) -> None:
     # index rewritten for one of its chats re-stages them all) changes none of their rows
     if not (changed or run.new_models or sessionless):
         return
-    whole = run.full or run.upgrade or run.new_models or not incremental_models_filled(run.con)
+    whole = run.full or run.upgrade or run.new_models or not models_current(run.con)
     scope = None if whole else sorted(changed)  # None: every session
     run.tell(0, 0, "SQL models")
     run_models(run.con, scope, projects=before)

@@ -34,7 +34,7 @@ import duckdb
 
 from . import extensions
 from .checks import ChecksFailed, run_checks
-from .models import load_models, projects_of, run_models
+from .models import load_models, models_digest, projects_of, run_models
 from .schema import ALL_TABLES, STAR, TABLES
 from .warehouse import (
     LOCK_WAIT,
@@ -427,14 +427,6 @@ def _push_once(con: duckdb.DuckDBPyConnection, summary: PushSummary, local: dict
 
 
 # ------------------------------------------------------------------------------------ reading the lake
-def _models_digest() -> str:
-    """What the copy's tables are made by: the SQL of every model and the declared columns."""
-    h = hashlib.sha256(repr([(t.name, [(c.name, c.type) for c in t.columns]) for t in TABLES.values()]).encode())
-    for model in load_models():
-        h.update(model.sql.encode())
-    return h.hexdigest()[:16]
-
-
 def default_cache(catalog: str) -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     digest = hashlib.sha256(attach_uri(catalog).encode()).hexdigest()[:12]
@@ -451,7 +443,7 @@ def lake_warehouse(catalog: str, path: str | Path | None = None, hold: ExitStack
     try:
         attach(con, catalog, read_only=True)
         snapshot = str(con.execute("select max(snapshot_id) from ducklake_snapshots('lake')").fetchone()[0])
-        snapshot += ":" + _models_digest()  # a version with other models or columns rebuilds the copy
+        snapshot += ":" + models_digest()  # a version with other models or columns rebuilds the copy
         has_tables = con.execute("select count(*) from information_schema.tables where table_catalog = 'lake' "
                                  "and table_name = 'lake_sessions'").fetchone()[0]
     finally:

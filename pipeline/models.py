@@ -23,6 +23,7 @@ A header line configures a model, dbt style:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import time
@@ -32,7 +33,7 @@ from pathlib import Path
 import duckdb
 
 from .schema import MODELS, TABLES, Table
-from .warehouse import comment, key_table
+from .warehouse import comment, key_table, meta, set_meta
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +118,23 @@ def build_order(models: list[Model]) -> list[Model]:
     return done
 
 
-def incremental_models_filled(con: duckdb.DuckDBPyConnection, root: Path | None = None) -> bool:
-    """Whether every incremental model has rows. One without is new to this warehouse (a version
-    added it) or was emptied: then an ingest builds the models whole, not for the changed sessions."""
-    return all(con.execute(f'select exists (select 1 from "{m.name}")').fetchone()[0]
-               for m in load_models(root) if m.incremental)
+def models_digest(root: Path | None = None) -> str:
+    """What the model tables are made by: the SQL of every macro and model, and the declared columns."""
+    h = hashlib.sha256(repr([(t.name, [(c.name, c.type) for c in t.columns]) for t in TABLES.values()]).encode())
+    for model in load_models(root):
+        h.update(model.sql.encode())
+    return h.hexdigest()[:16]
+
+
+def models_current(con: duckdb.DuckDBPyConnection, root: Path | None = None) -> bool:
+    """Whether the models were last built whole by these models (the digest a whole build records in ``_meta``).
+    If not - a version added or changed a model, or the warehouse predates the record - an ingest builds them
+    whole, not for the changed sessions. (An incremental model may be empty: a home whose sessions never changed
+    two files together has no file coupling.)"""
+    return meta(con, MODELS_META) == models_digest(root)
+
+
+MODELS_META = "models_digest"  # the _meta key of the models' digest at their last whole build
 
 
 def projects_of(con: duckdb.DuckDBPyConnection, sessions: list[str] | set[str]) -> list[str]:
@@ -163,6 +176,8 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
     if sessions is not None:
         for table in SCOPES.values():
             con.execute(f'drop table "{table}"')
+    elif "_meta" in tables:
+        set_meta(con, MODELS_META, models_digest(root))
     slowest = sorted(seconds.items(), key=lambda kv: -kv[1])[:SLOWEST]
     log.info("%d models built (%s) in %.2fs; slowest: %s", len(seconds),
              "incremental" if sessions is not None else "full", sum(seconds.values()),

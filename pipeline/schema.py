@@ -917,7 +917,9 @@ BOOKKEEPING.append(_t(
     "_meta", "one row per setting", ["key"], "What the warehouse knows about itself.",
     ("key", "VARCHAR", "`format_version`: the version of what the readers stage and the star holds; "
                        "`result_chars`: how many characters of each tool output fct_tool_calls holds (0: all); "
-                       "`lake_snapshot`: in a warehouse built from a lake, the DuckLake snapshot it holds."),
+                       "`lake_snapshot`: in a warehouse built from a lake, the DuckLake snapshot it holds; "
+                       "`models_digest`: what the models were last built whole by (their SQL and columns): "
+                       "an ingest finding another builds them whole again."),
     ("value", "VARCHAR", ""),
 ))
 

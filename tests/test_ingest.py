@@ -431,23 +431,40 @@ def test_star_rows_are_the_same_whether_built_in_one_batch_or_many(sample_home, 
     assert snapshot(one, STAR_TABLES) == snapshot(many, STAR_TABLES)
 
 
-def test_a_per_session_model_new_to_the_warehouse_is_built_for_every_session(sample_home, tmp_path):
-    """A version that adds a per-session model finds its table empty: the next incremental ingest
-    builds it for all sessions, not just the changed ones."""
+def test_a_per_session_model_new_to_the_warehouse_is_built_for_every_session(sample_home, tmp_path, caplog):
+    """A version that adds or changes a model finds the models' digest of the last whole build another: the next
+    incremental ingest builds the models for all sessions, not just the changed ones. A model that is empty
+    because nothing made rows for it (no file coupled with another) does not make every ingest whole."""
+    import logging
+
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
     full = snapshot(wh, ["int_mention_words", "report_file_importance"])
     assert full["int_mention_words"]  # the sample has words that could name files
     con = duckdb.connect(str(wh))
-    con.execute("delete from int_mention_words")  # as ensure_schema leaves a model table it just created
+    con.execute("delete from int_mention_words")  # as a version whose SQL made no rows there would find it
+    con.execute("update _meta set value = 'another' where key = 'models_digest'")
     con.close()
     log = next(iter(sample_home.glob("session-state/*/events.jsonl")))
-    with open(log, "a", encoding="utf-8") as fh:
-        fh.write('{"type":"session.info","data":{"message":"touched"},"id":"x-1",'
-                 '"timestamp":"2026-09-06T10:00:00.000Z"}\n')
-    summary = ingest(wh, [sample_home])
-    assert summary.n_sessions_changed == 1
+
+    def grow(n):
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f'{{"type":"session.info","data":{{"message":"touched"}},"id":"x-{n}",'
+                     '"timestamp":"2026-09-06T10:00:00.000Z"}\n')
+
+    grow(1)
+    with caplog.at_level(logging.INFO, logger="pipeline.models"):
+        summary = ingest(wh, [sample_home])
+    assert summary.n_sessions_changed == 1 and "models built (full)" in caplog.text
     assert snapshot(wh, ["int_mention_words", "report_file_importance"]) == full
+    con = duckdb.connect(str(wh))
+    con.execute("delete from report_file_coupling")  # empty, as in a home whose sessions never coupled two files
+    con.close()
+    grow(2)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pipeline.models"):
+        ingest(wh, [sample_home])
+    assert "models built (incremental)" in caplog.text
 
 
 def test_an_ingest_that_changed_nothing_loads_neither_polars_nor_pyarrow(sample_home, tmp_path):
