@@ -17,6 +17,7 @@ import duckdb
 
 from .models import load_models, sql_dir
 from .schema import MODELS, STAR
+from .warehouse import key_table
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def all_checks(checks_dir: Path | None = None, *, scoped: bool = False) -> list[
     for t in STAR + MODELS:
         rows = None
         if t.name in narrowed:  # two scans: one with `is null or in (...)` reads every row's session id
-            rows = (f'(select * from "{t.name}" where session_id in (select session_id from _check_scope) '
+            rows = (f'(select * from "{t.name}" where session_id in (select key from _check_scope) '
                     f'union all select * from "{t.name}" where session_id is null)')
         out.append((f"unique_key_{t.name}", key_check_sql(t.name, t.key, rows)))
     for path in sorted(checks_dir.glob("*.sql")):
@@ -81,8 +82,7 @@ def run_checks(con: duckdb.DuckDBPyConnection, checks_dir: Path | None = None, *
     failures = []
     scoped = sessions is not None
     if scoped:
-        con.execute("create or replace temp table _check_scope as select unnest(?::varchar[]) as session_id",
-                    [sessions])
+        key_table(con, "_check_scope", sessions)  # a table, not a list parameter (see key_table)
     checks = all_checks(checks_dir, scoped=scoped)
     bodies = [sql.strip().rstrip(";") for _name, sql in checks]
     # one query counts the offending rows of every check (one plan, one round trip); the rows of

@@ -697,7 +697,7 @@ def _fill_from_lake(con: duckdb.DuckDBPyConnection, catalog: str, chosen: str) -
 
 
 def _models_and_checks(con: duckdb.DuckDBPyConnection, snapshot: str, sessions: list[str] | None = None,
-                       projects: list[str] = ()) -> None:
+                       projects: list[str] | tuple[str, ...] = ()) -> None:
     """The models over the copy (of ``sessions`` only, the incremental ones, when given, and of the projects they
     belong to now and ``projects``, those they belonged to before), the checks, and the snapshot the copy now
     holds."""
