@@ -41,11 +41,15 @@ LARGE_ROWS = 10_000  # tables with fewer rows are written by one COPY
 ROW_GROUP = 4096  # rows per row group of a table written in ranges
 SPILL_BATCH = 1024 * 1024  # bytes of a range's rows written to its spill file at once
 SPILL_WAITING = 32 * 1024 * 1024  # bytes of rows waiting for their ranges' spill files, at most (about)
+FILTERED_RANGES = 4  # this many changed ranges or fewer are each read by a filter; more, by one read of the table
+EXPORT_STATE = ".export-ranges.json"  # in the parquet folder: each table written in ranges, as ``_Ranges.state``
 
 
 def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = False) -> TreeResult:
     """Write ``<out_dir>/<table>.parquet`` (zstd) for each exported table, sorted by its key; a file there
-    that this tool did not write is left alone (``tree.may_write``; ``force`` writes over it)."""
+    that this tool did not write is left alone (``tree.may_write``; ``force`` writes over it). A large table
+    is written in key ranges, and a range whose rows are those the last export wrote is copied from its
+    file rather than read from the warehouse again (``_Ranges``)."""
     out_dir = Path(out_dir)
     con = connect(warehouse, read_only=True)  # first: a report that cannot start leaves no empty folder
     result = TreeResult("parquet")
@@ -58,6 +62,9 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = Fal
             "and table_catalog = current_database() order by table_name"
         ).fetchall() if r[0].startswith(EXPORT_PREFIXES)]
         legacy = _legacy_exports(con, out_dir, tables)
+        last = _state(out_dir / EXPORT_STATE, "tables")
+        last = last if isinstance(last, dict) and not force else {}
+        state = {}
         for name in tables:
             key = TABLES[name].key if name in TABLES else ()
             target = out_dir / f"{name}.parquet"
@@ -65,15 +72,22 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = Fal
             if not may_write(out_dir, target.name, target, result, force, legacy):
                 continue
             tmp = target.with_suffix(".parquet.tmp")
-            ranges = _ranges(con, name, key[0]) if key else None
+            ranges = _Ranges.of(con, name, key, last.get(name), target) if key else None
             if ranges is None:
                 order = (" order by " + ", ".join(f'"{k}"' for k in key)) if key else ""
                 con.execute(f"copy (select * from \"{name}\"{order}) to '{_q(tmp)}' "
                             "(format parquet, compression zstd)")
+            elif ranges.unchanged():
+                result.unchanged.append(target)
+                state[name] = last[name]
+                continue
             else:
-                _write_in_ranges(con, name, key, ranges, tmp)
+                _write_in_ranges(con, name, key, ranges, tmp, target)
             tmp.replace(target)
             result.written.append(target)
+            if ranges is not None and (record := ranges.state(target)) is not None:
+                state[name] = record
+        _write_state(out_dir / EXPORT_STATE, {"tables": state})
         finish(out_dir, result)
     finally:
         con.close()
@@ -119,106 +133,263 @@ def _legacy_exports(con: duckdb.DuckDBPyConnection, out_dir: Path, tables: list[
     return frozenset(ours)
 
 
-def _ranges(con: duckdb.DuckDBPyConnection, name: str, first: str) -> list[tuple] | None:
-    """For a table too large to sort in DuckDB's memory at once (tool outputs: a GB of text), ranges of
-    its first key column of about CHUNK_BYTES each, in key order; None for a table one COPY writes."""
-    if con.execute(f'select count(*) from "{name}"').fetchone()[0] < LARGE_ROWS:
-        return None
-    texts = [r[0] for r in con.execute("select column_name from information_schema.columns where table_name = ? "
-                                       "and data_type = 'VARCHAR'", [name]).fetchall()]
-    size = " + ".join(f'coalesce(strlen("{c}"), 0)' for c in texts) or "0"
-    groups = con.execute(f'select "{first}", sum({size}) + 64 * count(*) from "{name}" group by 1 '
-                         f'order by 1 nulls last').fetchall()
-    if sum(g[1] for g in groups) <= CHUNK_BYTES:
-        return None
-    ranges, lo, acc = [], None, 0
-    for i, (value, nbytes) in enumerate(groups):
-        if value is None:  # NULLs sort last: a range of their own
-            if lo is not None:
-                ranges.append((lo, groups[i - 1][0]))
-                lo, acc = None, 0
-            ranges.append((None, None))
-            continue
-        lo = value if lo is None else lo
-        acc += nbytes
-        if acc >= CHUNK_BYTES:
-            ranges.append((lo, value))
-            lo, acc = None, 0
-    if lo is not None:
-        ranges.append((lo, groups[-1][0] if groups[-1][0] is not None else groups[-2][0]))
-    return ranges
+class _Ranges:
+    """A table too large to sort in DuckDB's memory at once (tool outputs: a GB of text) in ranges of its first
+    key column of about CHUNK_BYTES each, in key order: each range's highest value (``his``; the last range also
+    takes any value above it), then the rows whose first key is NULL (sorted last) as a range of their own. Each
+    range has its rows' count and a digest of them: per first-key value, the sum of DuckDB's hash of every
+    column of its rows (in any order, as ``session_digests``), read in the query that sizes the values.
+
+    The last export's ranges (``EXPORT_STATE``) are kept while none grows past four times CHUNK_BYTES, so a
+    change to one session changes one range; a range with the rows and digest the last export recorded is
+    copied from the file it wrote (``kept``: its row groups there), when that file is as it was recorded (size,
+    change time, inode), of the same columns, format and versions. Ranges are found afresh otherwise."""
+
+    def __init__(self, his: list, nulls: bool, rows: list[int], digests: list[str], form: str,
+                 kept: dict[int, range], same_as_last: bool) -> None:
+        self.his, self.nulls, self.rows, self.digests, self.form = his, nulls, rows, digests, form
+        self.kept, self.same_as_last = kept, same_as_last
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @classmethod
+    def of(cls, con: duckdb.DuckDBPyConnection, name: str, key: tuple, last: object, target: Path) -> _Ranges | None:
+        """The ranges of ``name`` (None when one COPY writes it); ``last``: what the last export recorded of it,
+        ``target`` the file it wrote."""
+        import bisect
+
+        import pyarrow as pa
+
+        if con.execute(f'select count(*) from "{name}"').fetchone()[0] < LARGE_ROWS:
+            return None
+        columns = con.execute("select column_name, data_type from information_schema.columns where table_name = ? "
+                              "and table_catalog = current_database() order by ordinal_position", [name]).fetchall()
+        size = " + ".join(f'coalesce(strlen("{c}"), 0)' for c, t in columns if t == "VARCHAR") or "0"
+        row = "hash(" + ", ".join(f'"{c}"' for c, _t in columns) + ")::hugeint"
+        groups = con.execute(f'select "{key[0]}", sum({size}) + 64 * count(*), count(*), sum({row})::varchar '
+                             f'from "{name}" group by 1 order by 1 nulls last').fetchall()
+        release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))  # what this read: not read again
+        if sum(g[1] for g in groups) <= CHUNK_BYTES:
+            return None
+        form = f"1|{ROW_GROUP}|zstd|pyarrow {pa.__version__}|duckdb {duckdb.__version__}|{columns!r}"
+        values = [g for g in groups if g[0] is not None]
+        nulls = len(values) < len(groups)
+        recorded = cls._recorded(last, form, target)
+        for his in ([r[0] for r in recorded if r[0] is not None] if recorded else None, None):
+            if his is None or not his:
+                his, acc = [], 0
+                for value, nbytes, _n, _h in values:  # afresh: cut where a range reaches CHUNK_BYTES
+                    acc += nbytes
+                    if acc >= CHUNK_BYTES:
+                        his.append(value)
+                        acc = 0
+                if acc:
+                    his.append(values[-1][0])
+            n = len(his) + nulls
+            nbytes, rows, digests = [0] * n, [0] * n, [hashlib.sha256() for _ in range(n)]
+            many = [0] * n  # first-key values
+            for value, size_, count, total in groups:
+                k = len(his) if value is None else min(bisect.bisect_left(his, value), len(his) - 1)
+                nbytes[k] += size_
+                rows[k] += count
+                many[k] += 1
+                digests[k].update(f"{value!r}\0{total}\0".encode("utf-8", "surrogatepass"))
+            if recorded is None or all(b <= 4 * CHUNK_BYTES or m == 1 for b, m in zip(nbytes, many, strict=True)):
+                break
+            recorded = None  # a kept range grew too large (and can be cut): ranges afresh
+        empty = {k for k in range(len(his)) if not rows[k]}  # ranges the last export had and no row falls in now
+        his = [hi for k, hi in enumerate(his) if k not in empty]
+        rows = [r for k, r in enumerate(rows) if k not in empty]
+        digests = [d.hexdigest()[:32] for k, d in enumerate(digests) if k not in empty]
+        kept: dict[int, range] = {}
+        if recorded:
+            at, start = {}, 0
+            for hi, n_rows, digest, groups_n in recorded:
+                at[hi] = (n_rows, digest, range(start, start + groups_n))
+                start += groups_n
+            for k, hi in enumerate([*his, None] if nulls else his):
+                if at.get(hi, (None, None))[:2] == (rows[k], digests[k]):
+                    kept[k] = at[hi][2]
+        same = bool(recorded) and len(kept) == len(rows) == len(recorded)
+        return cls(his, nulls, rows, digests, form, kept, same)
+
+    @staticmethod
+    def _recorded(last: object, form: str, target: Path) -> list[tuple] | None:
+        """What the last export recorded of the table's ranges - (highest value, rows, digest, row groups) each -
+        when its file is there as that export wrote it; else None."""
+        import pyarrow.parquet as pq
+
+        if not isinstance(last, dict) or last.get("format") != form or not isinstance(last.get("ranges"), list):
+            return None
+        try:
+            st = target.lstat()
+            if not target.is_file() or target.is_symlink() or last.get("file") != [st.st_size, st.st_mtime_ns,
+                                                                                     st.st_ino]:
+                return None
+            meta = pq.ParquetFile(target).metadata
+        except (OSError, ValueError):
+            return None
+        out, sizes = [], [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        for entry in last["ranges"]:
+            if not (isinstance(entry, list) and len(entry) == 4 and type(entry[0]) in (str, int, type(None))
+                    and all(type(v) is int and v > 0 for v in (entry[1], entry[3])) and isinstance(entry[2], str)):
+                return None
+            out.append(tuple(entry))
+        at = 0
+        for _hi, n_rows, _digest, n_groups in out:
+            if sum(sizes[at:at + n_groups]) != n_rows or at + n_groups > len(sizes):
+                return None
+            at += n_groups
+        his = [hi for hi, *_ in out if hi is not None]
+        try:  # ascending, as the ranges are cut: else ``bisect`` and DuckDB would put a row in different ranges
+            ascending = all(a < b for a, b in zip(his, his[1:], strict=False))
+        except TypeError:
+            return None
+        if at != len(sizes) or not ascending or len(his) + 1 < len(out) or (len(his) < len(out) and out[-1][0]
+                                                                              is not None):
+            return None
+        return out
+
+    def unchanged(self) -> bool:
+        """Whether the file the last export wrote holds this table as it is now (not written again)."""
+        return self.same_as_last
+
+    def where(self, k: int, first: str) -> tuple[str, list]:
+        """A filter on the table for range ``k``'s rows, and its parameters."""
+        if k == len(self.his):
+            return f"{first} is null", []
+        sql, params = [], []
+        if k > 0:
+            sql.append(f"{first} > ?")
+            params.append(self.his[k - 1])
+        if k < len(self.his) - 1:
+            sql.append(f"{first} <= ?")
+            params.append(self.his[k])
+        return " and ".join(sql) or f"{first} is not null", params
+
+    def which(self, first: str) -> tuple[str, list]:
+        """An expression of the range each row of the table falls in, and its parameters."""
+        cases = "".join(f"when {first} <= ? then {k} " for k in range(len(self.his) - 1))
+        rest = f"when {first} is not null then {len(self.his) - 1} " if self.his else ""
+        nulls = f"when {first} is null then {len(self.his)} " if self.nulls else ""
+        return f"case {cases}{rest}{nulls}end", self.his[:-1]
+
+    def state(self, target: Path) -> dict | None:
+        """What the next export reads of these ranges (``_recorded``), after ``target`` is written: None when
+        the first key's values cannot be recorded as they are (neither text nor integers)."""
+        import pyarrow.parquet as pq
+
+        if any(type(hi) not in (str, int) for hi in self.his):
+            return None
+        meta = pq.ParquetFile(target).metadata
+        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        ranges, at = [], 0
+        for hi, n_rows, digest in zip([*self.his, None] if self.nulls else self.his, self.rows, self.digests,
+                                      strict=True):
+            n_groups, total = 0, 0
+            while total < n_rows:
+                total += sizes[at + n_groups]
+                n_groups += 1
+            ranges.append([hi, n_rows, digest, n_groups])
+            at += n_groups
+        st = target.lstat()
+        return {"format": self.form, "file": [st.st_size, st.st_mtime_ns, st.st_ino], "ranges": ranges}
 
 
-def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, ranges: list[tuple], tmp: Path) -> None:
-    """One Parquet file sorted by the whole key, written range by range. The table is read once, in the
-    order it is stored, each row appended to its range's spill file (Arrow IPC, lz4, in a folder beside
-    ``tmp`` removed after); each range, small enough to sort in memory, is then read back, sorted and
-    written. A range read by a filter on the table decompressed every text of the table: the cost grew
-    with the square of the table (tool calls of 98,000 sessions, 72 ranges: 92 s; spilled: 30 s)."""
+def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, ranges: _Ranges, tmp: Path,
+                     last_file: Path) -> None:
+    """One Parquet file sorted by the whole key, written range by range: a range ``ranges`` kept is copied
+    from ``last_file`` (the last export's), row group by row group; a few changed ranges are each read by
+    a filter; more are read in one pass over the table, in the order it is stored, each row appended to
+    its range's spill file (Arrow IPC, lz4, in a folder beside ``tmp`` removed after), then each range,
+    small enough to sort in memory, read back, sorted and written. Every range read by a filter decompressed
+    every text of the table: the cost grew with the square of the table (tool calls of 98,000 sessions, 72
+    ranges: 92 s; spilled: 30 s)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.ipc as ipc
     import pyarrow.parquet as pq
 
     first = f'"{key[0]}"'
-    nulls_at = next((i for i, (lo, _hi) in enumerate(ranges) if lo is None), None)  # NULLs: the last range
-    his = [hi for lo, hi in ranges if lo is not None]
-    which = "case " + "".join(f"when {first} <= ? then {i} " for i in range(len(his))) + \
-        (f"when {first} is null then {nulls_at} " if nulls_at is not None else "") + "end"
-    options = ipc.IpcWriteOptions(compression="lz4")
-    release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))  # what ``_ranges`` read: not read again
+    changed = [k for k in range(len(ranges)) if k not in ranges.kept]
+    filtered = len(changed) <= FILTERED_RANGES
+    order_by = [(k, "ascending") for k in key]
     with tempfile.TemporaryDirectory(prefix=f".{name}-spill-", dir=tmp.parent) as spill:
-        spills: dict[int, ipc.RecordBatchStreamWriter] = {}
-        # each range's rows wait until they make a batch of SPILL_BATCH bytes (or all that wait, SPILL_WAITING):
-        # a batch read holds a few rows of each of many ranges, and compressing and reading back batches that
-        # small cost more than reading the table
-        waiting: dict[int, list] = {}
-        sizes: dict[int, int] = {}
-
-        def flush(k: int) -> None:
-            if waiting.get(k):
-                spills[k].write_batch(pa.concat_batches(waiting[k]))
-            waiting[k], sizes[k] = [], 0
-
+        if not filtered:
+            _spill(con, name, ranges.which(first), set(changed), spill)
+        last = pq.ParquetFile(last_file) if ranges.kept else None
+        schema = con.execute(f'select * from "{name}" limit 0').to_arrow_table().schema
+        writer = pq.ParquetWriter(tmp, schema, compression="zstd")
         try:
-            for batch in con.execute(f'select *, {which} as "_range" from "{name}"', his).to_arrow_reader(8192):
-                batch = batch.take(pc.sort_indices(batch.column("_range")))  # each range's rows together
-                counts = pc.value_counts(batch.column("_range"))  # in order of first appearance: ascending
-                batch, start = batch.drop_columns(["_range"]), 0
-                for k, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
-                    if k not in spills:
-                        spills[k] = ipc.new_stream(os.path.join(spill, f"{k}.arrow"), batch.schema, options=options)
-                    rows = batch.slice(start, n)
-                    start += n
-                    waiting.setdefault(k, []).append(rows)
-                    sizes[k] = sizes.get(k, 0) + rows.nbytes
-                    if sizes[k] >= SPILL_BATCH:
-                        flush(k)
-                if sum(sizes.values()) >= SPILL_WAITING:
-                    for k in list(waiting):
-                        flush(k)
-            for k in list(waiting):
-                flush(k)
-        finally:
-            for writer in spills.values():
-                writer.close()
-        release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))  # nor what this read
-        order_by = [(k, "ascending") for k in key]
-        writer = None
-        try:
-            for k in sorted(spills):
-                with pa.memory_map(os.path.join(spill, f"{k}.arrow")) as source:
-                    part = ipc.open_stream(source).read_all()
+            for k in range(len(ranges)):
+                if k in ranges.kept:
+                    for i in ranges.kept[k]:  # as the last export wrote it: a row group at a time
+                        writer.write_table(last.read_row_group(i).cast(schema), row_group_size=ROW_GROUP)
+                    continue
+                if filtered:
+                    where, params = ranges.where(k, first)
+                    part = con.execute(f'select * from "{name}" where {where}', params).to_arrow_table()
+                    release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))
+                else:
+                    with pa.memory_map(os.path.join(spill, f"{k}.arrow")) as source:
+                        part = ipc.open_stream(source).read_all()
                 order = pc.sort_indices(part, order_by)  # NULLs last, as DuckDB's
-                if writer is None:
-                    writer = pq.ParquetWriter(tmp, part.schema, compression="zstd")
                 for start in range(0, len(order), ROW_GROUP):  # a row group at a time: the range is not copied
                     writer.write_table(part.take(order.slice(start, ROW_GROUP)), row_group_size=ROW_GROUP)
                 del part
         finally:
-            if writer is not None:
-                writer.close()
+            writer.close()
+            if last is not None:
+                last.close()
             pa.default_memory_pool().release_unused()  # Arrow's allocator keeps what it freed, for the next
+
+
+def _spill(con: duckdb.DuckDBPyConnection, name: str, which: tuple[str, list], only: set[int], spill: str) -> None:
+    """The rows of the ranges ``only`` appended to their spill files (``<range>.arrow`` in ``spill``), in one read
+    of the table in the order it is stored (``which``: the expression of a row's range, and its parameters)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.ipc as ipc
+
+    options = ipc.IpcWriteOptions(compression="lz4")
+    spills: dict[int, ipc.RecordBatchStreamWriter] = {}
+    # each range's rows wait until they make a batch of SPILL_BATCH bytes (or all that wait, SPILL_WAITING):
+    # a batch read holds a few rows of each of many ranges, and compressing and reading back batches that
+    # small cost more than reading the table
+    waiting: dict[int, list] = {}
+    sizes: dict[int, int] = {}
+
+    def flush(k: int) -> None:
+        if waiting.get(k):
+            spills[k].write_batch(pa.concat_batches(waiting[k]))
+        waiting[k], sizes[k] = [], 0
+
+    try:
+        for batch in con.execute(f'select *, {which[0]} as "_range" from "{name}"', which[1]).to_arrow_reader(8192):
+            batch = batch.take(pc.sort_indices(batch.column("_range")))  # each range's rows together
+            counts = pc.value_counts(batch.column("_range"))  # in order of first appearance: ascending
+            batch, start = batch.drop_columns(["_range"]), 0
+            for k, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
+                rows = batch.slice(start, n)
+                start += n
+                if k not in only:
+                    continue
+                if k not in spills:
+                    spills[k] = ipc.new_stream(os.path.join(spill, f"{k}.arrow"), batch.schema, options=options)
+                waiting.setdefault(k, []).append(rows)
+                sizes[k] = sizes.get(k, 0) + rows.nbytes
+                if sizes[k] >= SPILL_BATCH:
+                    flush(k)
+            if sum(sizes.values()) >= SPILL_WAITING:
+                for k in list(waiting):
+                    flush(k)
+        for k in list(waiting):
+            flush(k)
+    finally:
+        for writer in spills.values():
+            writer.close()
+    release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))  # nor what this read
 
 
 def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str], None] | None = None,

@@ -267,10 +267,75 @@ def test_large_tables_written_in_key_ranges_equal_one_copy(sample_home, tmp_path
             con.execute(f"describe select * from '{b}'").fetchall(), a.name
         assert con.execute(f"select * from '{a}'").fetchall() == con.execute(f"select * from '{b}'").fetchall(), a.name
         if a.name in {"fct_tool_calls.parquet", "fct_turns.parquet", "stg_events.parquet"}:
-            multi += len(report._ranges(duckdb.connect(str(wh), read_only=True), a.name[:-8], "session_id") or []) > 1
+            multi += len(report._Ranges.of(duckdb.connect(str(wh), read_only=True), a.name[:-8], ("session_id",), None,
+                                           a) or []) > 1
     assert multi >= 2  # the tables with most text really were written in several ranges
     assert sorted(p.name for p in (tmp_path / "ranged").iterdir()) == sorted(  # the spill folders are gone
-        [".manifest.json", *(p.name for p in ranged)])
+        [".export-ranges.json", ".manifest.json", *(p.name for p in ranged)])
+
+
+def _rows(path: Path) -> list:
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    return con.execute(f"select * from '{path}'").fetchall()
+
+
+def test_an_export_copies_the_ranges_whose_rows_did_not_change(sample_home, tmp_path, monkeypatch):
+    """The next export of a table written in ranges reads from the warehouse only the ranges whose rows changed
+    and copies the rest from the file it wrote; its files hold what a first export of the same warehouse does.
+    A file the same as the last export's is not written at all, and a file changed in place is written whole."""
+    from pipeline import report
+
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    monkeypatch.setattr(report, "LARGE_ROWS", 1)
+    monkeypatch.setattr(report, "CHUNK_BYTES", 300)
+    out = tmp_path / "out"
+    export_parquet(wh, out)
+    calls = out / "fct_tool_calls.parquet"
+    con = duckdb.connect(str(wh), read_only=True)
+    ranges = report._Ranges.of(con, "fct_tool_calls", ("session_id", "tool_call_id"),
+                               report._state(out / report.EXPORT_STATE, "tables")["fct_tool_calls"], calls)
+    con.close()
+    assert len(ranges) >= 4 and len(ranges.kept) == len(ranges) and ranges.unchanged()
+    again = export_parquet(wh, out)
+    assert calls in again.unchanged and calls not in again.written  # nothing changed: not written
+
+    with duckdb.connect(str(wh)) as con:  # one session's call changed, one session's calls gone
+        sid, other = con.execute("select session_id from fct_tool_calls group by 1 order by count(*) desc, 1 "
+                                 "limit 2").fetchall()
+        con.execute("update fct_tool_calls set result_chars = result_chars + 1 where session_id = ? and "
+                    "tool_call_id = (select min(tool_call_id) from fct_tool_calls where session_id = ?)", [sid[0]] * 2)
+        con.execute("delete from fct_tool_calls where session_id = ?", [other[0]])
+    read = []
+    real = report._write_in_ranges
+
+    def spy(con, name, key, ranges, tmp, last):
+        read.append((name, len(ranges) - len(ranges.kept), len(ranges)))
+        return real(con, name, key, ranges, tmp, last)
+
+    monkeypatch.setattr(report, "_write_in_ranges", spy)
+    result = export_parquet(wh, out)
+    assert calls in result.written
+    changed, total = next((c, t) for name, c, t in read if name == "fct_tool_calls")
+    assert 1 <= changed <= 2 < total  # the two sessions' ranges read again, the rest copied
+    fresh = export_parquet(wh, tmp_path / "fresh")
+    for path in fresh.written:
+        assert _rows(path) == _rows(out / path.name), path.name
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    edited = tmp_path / "edited.parquet"  # the same row groups, one value changed in each
+    with pq.ParquetFile(calls) as before, pq.ParquetWriter(edited, before.schema_arrow) as writer:
+        for i in range(before.num_row_groups):
+            group = before.read_row_group(i)
+            chars = group.column("result_chars")
+            writer.write_table(group.set_column(group.schema.get_field_index("result_chars"), "result_chars",
+                                                pc.add(chars, 1)))
+    edited.replace(calls)  # as a user or another program may change the file in place
+    export_parquet(wh, out)
+    assert _rows(calls) == _rows(tmp_path / "fresh" / "fct_tool_calls.parquet")
 
 
 def test_a_topic_trend_over_years_labels_at_most_eight_months():
