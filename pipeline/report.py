@@ -646,7 +646,7 @@ class MonthPages:
 
     def __init__(self, site_dir: Path, data: queries.WikiData, digests: dict[str, str], force: bool) -> None:
         self.site_dir, self.digests, self.now = site_dir, digests, {}
-        self.months = list(wiki_pages.month_pages(data.sessions))
+        self.months = [m for m, _n in wiki_pages.month_counts(wiki_pages.month_pages(data.sessions))]
         self.before = {} if force else self._read()
 
     def _read(self) -> dict[str, str]:
@@ -658,7 +658,7 @@ class MonthPages:
         """Whether the month page ``rel`` is as the last report wrote it (any other page: rendered)."""
         if template != "month.html":
             return False
-        members = [self.digests.get(s["session_id"], "") for s in values["pages"][values["page"]]]
+        members = values["days"] or [self.digests.get(s["session_id"], "") for s in values["pages"][values["page"]]]
         text = repr([self.months, values["month"], values["page"], len(values["pages"]), values["n"], members])
         self.now[rel] = digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         path = self.site_dir / rel

@@ -490,6 +490,57 @@ def test_a_report_renders_again_only_the_sessions_whose_pages_changed(sample_hom
         assert tree(out / part) == tree(tmp_path / "anew" / part), part
 
 
+def test_a_busy_month_is_listed_by_day_and_a_change_renders_its_day_alone(sample_home, tmp_path, monkeypatch):
+    """A month of more than DAY_SPLIT pages lists its days (wiki and site), each day's sessions on pages of their
+    own: every session is on its day's pages, and a session grown renders its day's pages and its month's page,
+    not the month's other days (a team's month of 98,000 sessions had 981 pages, all rendered for one change)."""
+    import re
+
+    from pipeline import report
+    from pipeline.wiki import pages
+
+    monkeypatch.setattr(pages, "DAY_SPLIT", 0)  # every month listed by day, a session a page
+    monkeypatch.setattr(pages, "MONTH_PAGE", 1)
+    seen: dict[str, bool] = {}
+    kept = report.MonthPages.kept
+
+    def spy(self, template, rel, values):
+        answer = kept(self, template, rel, values)
+        if template == "month.html":
+            seen[rel] = answer
+        return answer
+    monkeypatch.setattr(report.MonthPages, "kept", spy)
+    wh, out = tmp_path / "w.duckdb", tmp_path / "out"
+    ingest(wh, [sample_home])
+    report.run_report(wh, out)
+    days = dict(rows(wh, "select session_id, strftime(started_at, '%Y-%m-%d') from dim_sessions "
+                         "where started_at is not null"))
+    assert len(set(days.values())) >= 2
+    site, wiki = out / "site" / "months", out / "wiki" / "months"
+    for day in set(days.values()):
+        month_html, month_md = (site / f"{day[:7]}.html").read_text(), (wiki / f"{day[:7]}.md").read_text()
+        assert f'href="../months/{day}.html"' in month_html and f"]({'../months/' + day}.md)" in month_md
+        on_day = "".join(p.read_text() for p in site.glob(f"{day}*.html"))
+        assert sorted(re.findall(r'href="\.\./sessions/([^"/]+)\.html"', on_day)) == \
+            sorted(pages.page_name(sid) for sid, d in days.items() if d == day)
+        assert f'href="../months/{day[:7]}.html"' in (site / f"{day}.html").read_text()  # up to its month
+
+    log = next(p for p in sorted(sample_home.glob("session-state/*/events.jsonl")) if p.parent.name in days)
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "user.message", "data": {"content": "one more question"}, "id": "more-1",
+                             "timestamp": "2026-09-30T10:00:00.000Z"}) + "\n")
+    ingest(wh, [sample_home])
+    seen.clear()
+    report.run_report(wh, out)
+    day = days[log.parent.name]
+    rendered = {rel for rel, k in seen.items() if not k}
+    assert rendered == {f"months/{day[:7]}.html", *(rel for rel in seen if rel.startswith(f"months/{day}"))}
+    assert len(seen) > len(rendered)
+    report.run_report(wh, tmp_path / "anew")
+    for rel in seen:
+        assert (out / "site" / rel).read_bytes() == (tmp_path / "anew" / "site" / rel).read_bytes(), rel
+
+
 def test_a_month_page_is_rendered_again_only_when_what_it_shows_changed(sample_home, tmp_path, monkeypatch):
     # a month page shows its sessions' rows, which page of how many, the month's count and the months it
     # links: one session grown renders its month's pages alone, and the site equals one written anew; a page

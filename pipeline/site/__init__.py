@@ -213,8 +213,7 @@ _CODES = "0123456789abcdefghijklmnopqrstuvwxyz"  # a document's kind in ``doc_ki
 def _renderer(data: WikiData, svgs: dict[str, str]):
     """``render(template, path, **values) -> text``: a page with what every page shows (the nav)."""
     env = _env()
-    months = wiki_pages.month_pages(data.sessions)
-    nav_months = [(m, sum(len(p) for p in pages)) for m, pages in months.items()]
+    nav_months = wiki_pages.month_counts(wiki_pages.month_pages(data.sessions))
     common = {"data": data, "nav": catalog.nav(data), "months": nav_months, "svgs": svgs,
               "project_url": lambda pid, root: f"{root}projects/{data.project_slug.get(pid, pid)}.html",
               "session_url": lambda sid, root: f"{root}sessions/{page_name(sid)}.html",

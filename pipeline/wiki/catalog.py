@@ -23,9 +23,11 @@ from .markdown import month_range
 from .pages import (
     LATEST_SESSIONS,
     TOP_FILES,
+    days_page,
     failures_page,
     files_page,
     index_page,
+    month_days,
     month_page,
     month_pages,
     month_stem,
@@ -87,8 +89,12 @@ def _project_values(data: WikiData, ctx: Context, p: dict) -> dict:
 
 
 def _month_members(data: WikiData, _ctx: Context) -> Iterable[tuple[str, dict]]:
-    return [(month_stem(m, i), {"month": m, "page": i, "pages": pages})
-            for m, pages in month_pages(data.sessions).items() for i in range(len(pages))]
+    """Each page of each month (or day of a month listed by day), then the page of each month listed by day."""
+    listing = month_pages(data.sessions)
+    return [*((month_stem(m, i), {"month": m, "page": i, "pages": pages, "days": None})
+              for m, pages in listing.items() for i in range(len(pages))),
+            *((month_stem(m, 0), {"month": m, "page": 0, "pages": [], "days": days})
+              for m, days in month_days(listing).items())]
 
 
 # The site's sessions page lists the latest this many sessions (its filters and sorting work on them, in the page);
@@ -136,9 +142,12 @@ PAGES: tuple[Page, ...] = (
          query=_runs_query, wiki=lambda d, c: runs_page(d.page_data["runs"]),
          site="runs.html", values=lambda d, c: d.page_data["runs"]),
     Page("search", "Search", nav=False, site="search.html"),
-    Page("months", "Months", nav=False, wiki=lambda d, c, month, page, pages: month_page(d, month, pages, page),
-         site="month.html", values=lambda d, c, month, page, pages: {
-             "month": month, "page": page, "pages": pages, "n": sum(len(x) for x in pages)},
+    Page("months", "Months", nav=False,
+         wiki=lambda d, c, month, page, pages, days: days_page(month, days) if days else month_page(d, month, pages,
+                                                                                                    page),
+         site="month.html", values=lambda d, c, month, page, pages, days: {
+             "month": month, "page": page, "pages": pages, "days": days,
+             "n": sum(x["n"] for x in days) if days else sum(len(x) for x in pages)},
          each=_month_members),
 )
 

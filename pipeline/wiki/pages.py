@@ -34,6 +34,7 @@ ANSWER_MAX = 2000
 RECENT_SESSIONS = 10
 LATEST_SESSIONS = 20  # on the index; the rest by month
 MONTH_PAGE = 100  # sessions per month page; a busier month gets more pages
+DAY_SPLIT = 10  # a month of more pages than this is listed by day: its page lists its days, each day has pages
 CALLS_PER_PROMPT = 40  # tool calls listed per prompt (failed ones always, up to FAILED_PER_PROMPT)
 FAILED_PER_PROMPT = 1_000
 TOP_FILES = 10
@@ -100,32 +101,78 @@ def month_key(s: dict) -> str:
     return s["started_at"].strftime("%Y-%m") if s["started_at"] else "undated"
 
 
+def day_key(s: dict) -> str:
+    return s["started_at"].strftime("%Y-%m-%d")
+
+
 def month_pages(sessions: list[dict]) -> dict[str, list[list[dict]]]:
-    """Sessions by month (newest first), each month cut into pages of MONTH_PAGE."""
+    """Sessions by month (newest first), each month cut into pages of MONTH_PAGE; a month of more than DAY_SPLIT
+    pages by day instead (keyed ``YYYY-MM-DD``), each day cut so, and the month's own page lists its days
+    (``month_days``). A session added to a busy month changes its day's pages, not the month's hundreds (a team's
+    month of 98,000 sessions: 981 pages, each with a pager of 981 links)."""
     months: dict[str, list[dict]] = {}
     for x in sessions:
         months.setdefault(month_key(x), []).append(x)
-    return {m: [xs[i:i + MONTH_PAGE] for i in range(0, len(xs), MONTH_PAGE)] for m, xs in months.items()}
+    out: dict[str, list[dict]] = {}
+    for m, xs in months.items():
+        if m != "undated" and len(xs) > DAY_SPLIT * MONTH_PAGE:
+            for x in xs:
+                out.setdefault(day_key(x), []).append(x)
+        else:
+            out[m] = xs
+    return {k: [xs[i:i + MONTH_PAGE] for i in range(0, len(xs), MONTH_PAGE)] for k, xs in out.items()}
+
+
+def is_day(key: str) -> bool:
+    """Whether a key of ``month_pages`` is a day of a month listed by day (else a month)."""
+    return len(key) == 10
+
+
+def month_counts(listing: dict[str, list[list[dict]]]) -> list[tuple[str, int]]:
+    """Each month of ``month_pages`` (newest first) and its sessions."""
+    counts: dict[str, int] = {}
+    for key, pages in listing.items():
+        month = key[:7] if is_day(key) else key
+        counts[month] = counts.get(month, 0) + sum(len(p) for p in pages)
+    return list(counts.items())
+
+
+def _totals(xs: list[dict]) -> dict:
+    """What a row of the months' or the days' table shows of its sessions."""
+    return {"n": len(xs), "n_turns": sum(x["n_turns"] or 0 for x in xs),
+            "n_tool_calls": sum(x["n_tool_calls"] or 0 for x in xs),
+            "n_failed": sum(x["n_failed_tool_calls"] or 0 for x in xs),
+            "cost_usd": _known_sum(x["cost_usd"] for x in xs), "n_unknown": sum(x["n_legs_unknown_cost"] for x in xs)}
+
+
+def month_days(listing: dict[str, list[list[dict]]]) -> dict[str, list[dict]]:
+    """Each month ``month_pages`` lists by day, with its days (newest first): the day and its sessions' totals."""
+    out: dict[str, list[dict]] = {}
+    for key, pages in listing.items():
+        if is_day(key):
+            out.setdefault(key[:7], []).append({"day": key, **_totals([x for p in pages for x in p])})
+    return out
 
 
 def month_stem(month: str, page: int) -> str:
-    """The month's page without its extension: the first, then ``-p2``, ``-p3``..."""
+    """The month's (or a day's) page without its extension: the first, then ``-p2``, ``-p3``..."""
     return f"months/{month}" if page == 0 else f"months/{month}-p{page + 1}"
 
 
 def month_file(month: str, page: int, ext: str = "md") -> str:
-    """The month's page (the wiki's ``.md``, the site's ``.html``)."""
+    """The month's (or a day's) page (the wiki's ``.md``, the site's ``.html``)."""
     return f"{month_stem(month, page)}.{ext}"
 
 
 def _months_table(data: WikiData, prefix: str) -> str:
+    months: dict[str, list[dict]] = {}
+    for key, pages in month_pages(data.sessions).items():
+        months.setdefault(key[:7] if is_day(key) else key, []).extend(x for p in pages for x in p)
     rows = []
-    for month, pages in month_pages(data.sessions).items():
-        xs = [x for p in pages for x in p]
-        rows.append([link(month, prefix + month_file(month, 0)), fmt_num(len(xs)),
-                     fmt_num(sum(x["n_turns"] or 0 for x in xs)), fmt_num(sum(x["n_tool_calls"] or 0 for x in xs)),
-                     fmt_num(sum(x["n_failed_tool_calls"] or 0 for x in xs)),
-                     fmt_cost(_known_sum(x["cost_usd"] for x in xs), sum(x["n_legs_unknown_cost"] for x in xs))])
+    for month, xs in months.items():
+        t = _totals(xs)
+        rows.append([link(month, prefix + month_file(month, 0)), fmt_num(t["n"]), fmt_num(t["n_turns"]),
+                     fmt_num(t["n_tool_calls"]), fmt_num(t["n_failed"]), fmt_cost(t["cost_usd"], t["n_unknown"])])
     return table(["month", "sessions", "prompts", "tool calls", "failed", "cost"], rows)
 
 
@@ -202,18 +249,34 @@ def index_page(data: WikiData, top_topic: dict[str, str], listed: list[tuple[str
 
 
 def month_page(data: WikiData, month: str, pages: list[list[dict]], page: int) -> str:
+    """A month's page of sessions, or a day's of a month listed by day (``month_pages``)."""
     sessions = pages[page]
     n = sum(len(p) for p in pages)
     title = f"Sessions of {month}" if month != "undated" else "Sessions without a start time"
     nav = ["[Index](../index.md)"]
+    if is_day(month):
+        nav.append(link(f"the days of {month[:7]}", "../" + month_file(month[:7], 0)))
     if page > 0:
         nav.append(link("previous page", "../" + month_file(month, page - 1)))
     if page + 1 < len(pages):
         nav.append(link("next page", "../" + month_file(month, page + 1)))
     head = f"{plural(n, 'session')}" + (f", page {page + 1} of {len(pages)}" if len(pages) > 1 else "") + ".\n"
-    return "\n".join([front_matter({"title": title, "type": "month", "month": month, "sessions": n,
-                                     "page": page + 1}),
+    return "\n".join([front_matter({"title": title, "type": "day" if is_day(month) else "month", "month": month,
+                                     "sessions": n, "page": page + 1}),
                       f"# {title}\n", " · ".join(nav) + "\n", head, _sessions_table(data, sessions, "../")]) + "\n"
+
+
+def days_page(month: str, days: list[dict]) -> str:
+    """The page of a month listed by day (``month_days``): its days, each with its sessions' totals."""
+    n = sum(d["n"] for d in days)
+    return "\n".join([
+        front_matter({"title": f"Sessions of {month}", "type": "month", "month": month, "sessions": n, "page": 1}),
+        f"# Sessions of {month}\n", "[Index](../index.md)\n",
+        f"{plural(n, 'session')} on {plural(len(days), 'day')}: each day's sessions are on its page.\n",
+        table(["day", "sessions", "prompts", "tool calls", "failed", "cost"],
+              [[link(d["day"], "../" + month_file(d["day"], 0)), fmt_num(d["n"]), fmt_num(d["n_turns"]),
+                fmt_num(d["n_tool_calls"]), fmt_num(d["n_failed"]), fmt_cost(d["cost_usd"], d["n_unknown"])]
+               for d in days])]) + "\n"
 
 
 def session_file(session_id: str, page: int, ext: str) -> str:
