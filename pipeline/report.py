@@ -422,7 +422,8 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
         with PageWorkers(con, warehouse, data, n_sessions=len(todo)) as workers:
             exported = workers.call(export_parquet, warehouse, out / "parquet", force)
             searched = workers.call_any(write_search, warehouse, site_dir, search_projects(data), force)
-            pages, specs = build_pages(data, with_sessions=False)  # the session pages: by the workers
+            wiki_months = MonthPages(wiki_dir, data, digests, force)
+            pages, specs = build_pages(data, with_sessions=False, kept=wiki_months.kept)  # sessions: the workers
             charts_drawn = charts.start(specs, wiki_dir, workers.pool)
             sessions_written = workers.sessions(wiki_dir, site_dir, force, todo)
             step("wiki and charts")
@@ -430,7 +431,9 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
             wiki_sessions, site_sessions = sessions_written()
             for (tree, _names), files, done in zip(trees, kept_files, (wiki_sessions, site_sessions), strict=True):
                 done.unchanged += [tree / f for f in files]  # kept as they are
-            wiki = write_tree({**pages, **svgs}, wiki_dir, "wiki", done=wiki_sessions, force=force)
+            wiki_sessions.unchanged += [wiki_dir / rel for rel, text in pages.items() if text is None]
+            wiki = write_tree({**{rel: text for rel, text in pages.items() if text is not None}, **svgs}, wiki_dir,
+                              "wiki", done=wiki_sessions, force=force)
             step("site")
             months = MonthPages(site_dir, data, digests, force)
             for rel, text in site_files(data, svgs, months.kept):  # each page written as it is rendered
@@ -443,6 +446,7 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
             for (tree, tree_names), result in zip(trees, (wiki, site), strict=True):
                 _record(tree, result, digests, tree_names)
             months.record(site)
+            wiki_months.record(wiki)
             # last: with workers, the export runs beside all of the above (1 GB `events`, one session changed:
             # the wiki and the site waited ~2.8 s for it)
             step("parquet")
@@ -638,39 +642,43 @@ MONTHS_STATE = ".month-pages.json"  # in the site: what each month page was made
 
 
 class MonthPages:
-    """The site's month pages rendered again only when what they show changed: a digest of each page - its
-    sessions' digests (``session_digests``: their rows in the lists, their projects, the navigation and the
-    code), which page of how many, the month's count and the months it links - recorded in the site
-    (``MONTHS_STATE``) after the report. A session added to a month changes that month's pages alone (98,000
-    sessions: 981 pages rendered in 6-12 s to find one month's changed)."""
+    """The month pages of the site or the wiki (``tree``) rendered again only when what they show changed: a
+    digest of each page - its sessions' digests (``session_digests``: their rows in the lists, their projects, the
+    navigation and the code), which page of how many, the month's count and the months it links, or a month's
+    days and their totals - recorded in the tree (``MONTHS_STATE``) after the report. A session added to a month
+    changes that month's pages alone, or its day's and its month's page (98,000 sessions: 981 pages rendered in
+    6-12 s to find one month's changed)."""
 
-    def __init__(self, site_dir: Path, data: queries.WikiData, digests: dict[str, str], force: bool) -> None:
-        self.site_dir, self.digests, self.now = site_dir, digests, {}
+    def __init__(self, tree: Path, data: queries.WikiData, digests: dict[str, str], force: bool) -> None:
+        self.tree, self.digests, self.now = tree, digests, {}
         self.months = [m for m, _n in wiki_pages.month_counts(wiki_pages.month_pages(data.sessions))]
         self.before = {} if force else self._read()
 
     def _read(self) -> dict[str, str]:
-        pages = _state(self.site_dir / MONTHS_STATE, "pages")
+        pages = _state(self.tree / MONTHS_STATE, "pages")
         return {k: v for k, v in pages.items() if isinstance(k, str) and isinstance(v, str)} \
             if isinstance(pages, dict) else {}
 
-    def kept(self, template: str, rel: str, values: dict) -> bool:
-        """Whether the month page ``rel`` is as the last report wrote it (any other page: rendered)."""
-        if template != "month.html":
+    def kept(self, family: str, rel: str, values: dict) -> bool:
+        """Whether the month page ``rel`` is as the last report wrote it (``family``: the site's template or the
+        wiki's family; any other page: rendered)."""
+        if family not in ("month.html", "months"):
             return False
-        members = values["days"] or [self.digests.get(s["session_id"], "") for s in values["pages"][values["page"]]]
-        text = repr([self.months, values["month"], values["page"], len(values["pages"]), values["n"], members])
+        days = values["days"]
+        members = days or [self.digests.get(s["session_id"], "") for s in values["pages"][values["page"]]]
+        n = sum(d["n"] for d in days) if days else sum(len(p) for p in values["pages"])
+        text = repr([self.months, values["month"], values["page"], len(values["pages"]), n, members])
         self.now[rel] = digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        path = self.site_dir / rel
+        path = self.tree / rel
         return self.before.get(rel) == digest and path.is_file() and not path.is_symlink()
 
-    def record(self, site: TreeResult) -> None:
-        """The digests of the month pages the site now holds as this report made them, for the next report."""
-        prefix = str(self.site_dir) + os.sep
-        there = {str(p)[len(prefix):].replace(os.sep, "/") for p in (*site.written, *site.unchanged)
+    def record(self, result: TreeResult) -> None:
+        """The digests of the month pages the tree now holds as this report made them, for the next report."""
+        prefix = str(self.tree) + os.sep
+        there = {str(p)[len(prefix):].replace(os.sep, "/") for p in (*result.written, *result.unchanged)
                  if str(p).startswith(prefix + "months" + os.sep)}
         state = {"pages": {rel: d for rel, d in sorted(self.now.items()) if rel in there}}
-        _write_state(self.site_dir / MONTHS_STATE, state)
+        _write_state(self.tree / MONTHS_STATE, state)
 
 
 def _merged(written: Iterable[tuple[TreeResult, TreeResult]]) -> tuple[TreeResult, TreeResult]:

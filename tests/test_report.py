@@ -110,9 +110,9 @@ def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_h
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
 
-    def tree(out):  # (what each session's pages were made from is the report's own record: not a page)
+    def tree(out):  # (what each session's and month's pages were made from is the report's own record: not a page)
         return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
-                if p.is_file() and p.name != report.PAGES_STATE}
+                if p.is_file() and p.name not in (report.PAGES_STATE, report.MONTHS_STATE)}
     _parquet, wiki, site = report.run_report(wh, tmp_path / "here")
     write_wiki(wh, tmp_path / "whole")
     assert tree(tmp_path / "here" / "wiki") == tree(tmp_path / "whole")
@@ -493,7 +493,8 @@ def test_a_report_renders_again_only_the_sessions_whose_pages_changed(sample_hom
 def test_a_busy_month_is_listed_by_day_and_a_change_renders_its_day_alone(sample_home, tmp_path, monkeypatch):
     """A month of more than DAY_SPLIT pages lists its days (wiki and site), each day's sessions on pages of their
     own: every session is on its day's pages, and a session grown renders its day's pages and its month's page,
-    not the month's other days (a team's month of 98,000 sessions had 981 pages, all rendered for one change)."""
+    in the site and the wiki, not the month's other days (a team's month of 98,000 sessions had 981 pages, all
+    rendered for one change)."""
     import re
 
     from pipeline import report
@@ -506,7 +507,7 @@ def test_a_busy_month_is_listed_by_day_and_a_change_renders_its_day_alone(sample
 
     def spy(self, template, rel, values):
         answer = kept(self, template, rel, values)
-        if template == "month.html":
+        if template in ("month.html", "months"):  # the site's pages, the wiki's
             seen[rel] = answer
         return answer
     monkeypatch.setattr(report.MonthPages, "kept", spy)
@@ -534,11 +535,14 @@ def test_a_busy_month_is_listed_by_day_and_a_change_renders_its_day_alone(sample
     report.run_report(wh, out)
     day = days[log.parent.name]
     rendered = {rel for rel, k in seen.items() if not k}
-    assert rendered == {f"months/{day[:7]}.html", *(rel for rel in seen if rel.startswith(f"months/{day}"))}
-    assert len(seen) > len(rendered)
+    assert rendered == {f"months/{day[:7]}.html", f"months/{day[:7]}.md",
+                        *(rel for rel in seen if rel.startswith(f"months/{day}"))}
+    assert len(seen) > len(rendered) and any(rel.endswith(".md") for rel in rendered)
     report.run_report(wh, tmp_path / "anew")
     for rel in seen:
-        assert (out / "site" / rel).read_bytes() == (tmp_path / "anew" / "site" / rel).read_bytes(), rel
+        tree = "site" if rel.endswith(".html") else "wiki"
+        assert (out / tree / rel).read_bytes() == (tmp_path / "anew" / tree / rel).read_bytes(), rel
+        assert (out / tree / rel).is_file()
 
 
 def test_a_month_page_is_rendered_again_only_when_what_it_shows_changed(sample_home, tmp_path, monkeypatch):

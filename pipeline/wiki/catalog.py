@@ -203,17 +203,22 @@ def chart_specs(data: WikiData) -> dict[str, tuple]:
     return specs
 
 
-def build_pages(data: WikiData, with_sessions: bool = True) -> tuple[dict[str, str], dict[str, tuple]]:
+def build_pages(data: WikiData, with_sessions: bool = True, kept: Callable[[str, str, dict], bool] | None = None
+                ) -> tuple[dict[str, str | None], dict[str, tuple]]:
     """Every wiki page as {relative path: content} and every chart as {relative path: (chart name,
     arguments)}: a pure function of what ``load`` read. Without the session pages when ``with_sessions``
-    is False (``report``'s workers write them: ``pages.session_pages``)."""
+    is False (``report``'s workers write them: ``pages.session_pages``). A page of a family that ``kept`` says
+    is as the last report wrote it (told the family, its path and its member) is not rendered: its content is
+    None."""
     specs = chart_specs(data)
     ctx = context(data, specs)
-    out: dict[str, str] = {}
+    out: dict[str, str | None] = {}
     for page in PAGES:
         if page.wiki and page.shown(data):
             for stem, member in page.each(data, ctx):
-                out[page.path(stem, "md")] = page.wiki(data, ctx, **member)
+                rel = page.path(stem, "md")
+                out[rel] = None if kept is not None and stem and kept(page.name, rel, member) else \
+                    page.wiki(data, ctx, **member)
     if with_sessions:
         out.update(session_pages(data, data.sessions))
     return out, specs

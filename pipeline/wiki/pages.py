@@ -98,18 +98,31 @@ def _session_link(s: dict, prefix: str) -> str:
 
 # ------------------------------------------------------------------------------------ pages
 def month_key(s: dict) -> str:
-    return s["started_at"].strftime("%Y-%m") if s["started_at"] else "undated"
+    at = s["started_at"]  # not strftime: 98,000 sessions' keys took ~0.4 s each time
+    return f"{at.year:04d}-{at.month:02d}" if at else "undated"
 
 
 def day_key(s: dict) -> str:
-    return s["started_at"].strftime("%Y-%m-%d")
+    at = s["started_at"]
+    return f"{at.year:04d}-{at.month:02d}-{at.day:02d}"
+
+
+_LISTED: list = [None, None]  # the sessions ``month_pages`` was last asked for, and its answer
 
 
 def month_pages(sessions: list[dict]) -> dict[str, list[list[dict]]]:
     """Sessions by month (newest first), each month cut into pages of MONTH_PAGE; a month of more than DAY_SPLIT
     pages by day instead (keyed ``YYYY-MM-DD``), each day cut so, and the month's own page lists its days
     (``month_days``). A session added to a busy month changes its day's pages, not the month's hundreds (a team's
-    month of 98,000 sessions: 981 pages, each with a pager of 981 links)."""
+    month of 98,000 sessions: 981 pages, each with a pager of 981 links). The answer for the same list of
+    sessions (the page data's, asked by every page that links the months) is the last one's."""
+    if _LISTED[0] is sessions and _LISTED[1][0] == (len(sessions), MONTH_PAGE, DAY_SPLIT):
+        return _LISTED[1][1]
+    _LISTED[:] = [sessions, ((len(sessions), MONTH_PAGE, DAY_SPLIT), _month_pages(sessions))]
+    return _LISTED[1][1]
+
+
+def _month_pages(sessions: list[dict]) -> dict[str, list[list[dict]]]:
     months: dict[str, list[dict]] = {}
     for x in sessions:
         months.setdefault(month_key(x), []).append(x)
