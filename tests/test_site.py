@@ -337,6 +337,40 @@ def test_the_index_in_many_files_ranks_as_search_does(site, page, tmp_path, monk
     assert not page.errors
 
 
+def test_the_index_snippets_and_times_are_those_of_the_whole_text(site, tmp_path):
+    """A snippet is collapsed from the start of a text when that makes one, else from the whole text; either way
+    it is the whole text's whitespace collapsed and cut, as search() shows it; a time is printed as fmt_ts does,
+    a year before 1000 too."""
+    import duckdb
+
+    from pipeline import site as site_module
+    from pipeline.warehouse import connect
+    from pipeline.wiki.markdown import fmt_ts
+
+    wh = tmp_path / "w.duckdb"
+    shutil.copy(site.parent / "w.duckdb", wh)
+    n = site_module.SNIPPET
+    texts = [" \n\t" * (2 * n) + "needle " * 10,  # the start collapses to one space: the whole text is needed
+             "word\t\t\n " * n, "x" * (5 * n), " " * (4 * n) + "y", "short  text\n", "", None]
+    with duckdb.connect(str(wh)) as con:
+        ids = [r[0] for r in con.execute("select doc_id from int_search_docs order by doc_id limit ?",
+                                         [len(texts)]).fetchall()]
+        for i, (doc, text) in enumerate(zip(ids, texts, strict=False)):
+            con.execute("update int_search_docs set text = ?, written_at = case when ? then "
+                        "timestamptz '0999-03-04 05:06:07+00' else written_at end where doc_id = ?", [text, i % 2, doc])
+    con = connect(wh, read_only=True)
+    try:
+        want = con.execute(f"""select left(regexp_replace(coalesce(text, ''), '\\s+', ' ', 'g'), {n}), written_at
+                               from int_search_docs order by doc_id""").fetchall()
+        got = [row for files in site_module.search_files(con, {}) for name, text in files.items() if "docs-" in name
+               for row in json.loads(text[text.index("["):text.rindex("]") + 1])]
+    finally:
+        con.close()
+    assert len(got) == len(want) and any(w[1] and w[1].year < 1000 for w in want)
+    assert [(g[4], g[3]) for g in got] == [(snippet, fmt_ts(at)) for snippet, at in want]
+    assert got[0][4] == " needle needle needle needle needle needle needle needle needle needle "[:n]
+
+
 def test_the_sessions_page_lists_the_latest_and_every_session_is_in_its_month(site, tmp_path, monkeypatch):
     """An organisation's history: the sessions page lists the latest SESSIONS_LISTED (its filters offer what they
     hold) and links the months, whose pages hold every session."""

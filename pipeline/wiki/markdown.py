@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Iterable
 from datetime import date, datetime
+from functools import lru_cache
 
 import yaml
 
@@ -133,6 +134,7 @@ def slug(text: str) -> str:
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
+@lru_cache(maxsize=1 << 18)  # the same sessions' names again and again (a search index: 422,000 documents)
 def page_name(session_id: str) -> str:
     """The file name (without .md) of a session's page: the id itself when it is a plain name (every
     id Copilot writes is), else a slug of it and a hash, so that no id (``../../x``, markup, a NUL)
