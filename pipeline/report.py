@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TypeVar
 
 import duckdb
+import orjson
 
-from . import charts
+from . import charts, parquet_join
 from .schema import TABLES
 from .site import search_files, search_projects, site_files
 from .site import session_page as site_session_page
@@ -299,13 +300,13 @@ class _Ranges:
 
 def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, ranges: _Ranges, tmp: Path,
                      last_file: Path) -> None:
-    """One Parquet file sorted by the whole key, written range by range: a range ``ranges`` kept is copied
-    from ``last_file`` (the last export's), row group by row group; a few changed ranges are each read by
+    """One Parquet file sorted by the whole key, written range by range: a few changed ranges are each read by
     a filter; more are read in one pass over the table, in the order it is stored, each row appended to
     its range's spill file (Arrow IPC, lz4, in a folder beside ``tmp`` removed after), then each range,
     small enough to sort in memory, read back, sorted and written. Every range read by a filter decompressed
     every text of the table: the cost grew with the square of the table (tool calls of 98,000 sessions, 72
-    ranges: 92 s; spilled: 30 s)."""
+    ranges: 92 s; spilled: 30 s). When ``ranges`` keeps some, the changed ranges are written to a file of their
+    own and joined with the kept ranges' row groups of ``last_file`` (the last export's) as they are stored."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.ipc as ipc
@@ -318,14 +319,17 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
     with tempfile.TemporaryDirectory(prefix=f".{name}-spill-", dir=tmp.parent) as spill:
         if not filtered:
             _spill(con, name, ranges.which(first), set(changed), spill)
-        last = pq.ParquetFile(last_file) if ranges.kept else None
+        # with ranges kept, the changed ones are written to a file of their own, then joined with the kept ones'
+        # row groups as they are stored (``parquet_join``: 4.6 GB of text decoded and encoded again took 8.7 s)
+        fresh = Path(spill) / "changed.parquet" if ranges.kept else tmp
+        parts: list[tuple[Path, int]] = []
+        sizes: list[int] = []  # the rows of each row group written to ``fresh``
         schema = con.execute(f'select * from "{name}" limit 0').to_arrow_table().schema
-        writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+        writer = pq.ParquetWriter(fresh, schema, compression="zstd")
         try:
             for k in range(len(ranges)):
                 if k in ranges.kept:
-                    for i in ranges.kept[k]:  # as the last export wrote it: a row group at a time
-                        writer.write_table(last.read_row_group(i).cast(schema), row_group_size=ROW_GROUP)
+                    parts += [(last_file, i) for i in ranges.kept[k]]
                     continue
                 if filtered:
                     where, params = ranges.where(k, first)
@@ -336,13 +340,25 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
                         part = ipc.open_stream(source).read_all()
                 order = pc.sort_indices(part, order_by)  # NULLs last, as DuckDB's
                 for start in range(0, len(order), ROW_GROUP):  # a row group at a time: the range is not copied
-                    writer.write_table(part.take(order.slice(start, ROW_GROUP)), row_group_size=ROW_GROUP)
+                    rows = part.take(order.slice(start, ROW_GROUP))
+                    parts.append((fresh, len(sizes)))
+                    sizes.append(len(rows))
+                    writer.write_table(rows, row_group_size=ROW_GROUP)
                 del part
         finally:
             writer.close()
-            if last is not None:
-                last.close()
             pa.default_memory_pool().release_unused()  # Arrow's allocator keeps what it freed, for the next
+        if fresh == tmp:
+            return
+        meta = pq.read_metadata(fresh)  # one row group per write, as ``parts`` numbers them
+        same = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == sizes
+        if not (same and parquet_join.join(parts, tmp)):  # else (files it does not join): the rows decoded
+            files = {path: pq.ParquetFile(path) for path in (last_file, fresh)}
+            with pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+                for path, i in parts:
+                    out.write_table(files[path].read_row_group(i).cast(schema), row_group_size=ROW_GROUP)
+            for f in files.values():
+                f.close()
 
 
 def _spill(con: duckdb.DuckDBPyConnection, name: str, which: tuple[str, list], only: set[int], spill: str) -> None:
@@ -410,18 +426,21 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
         con.execute(f"set memory_limit = '{_report_memory()}'")
         step("reading pages")
         data = catalog.load(con, sessions=False)  # the sessions' parts: a chunk at a time (write_sessions)
-        digests, plans = session_digests(con, data)
-        names = {ext: {wiki_pages.session_file(sid, page, ext): sid for sid in digests
-                       for page in range(max(1, len(plans.get(sid, ()))))} for ext in ("md", "html")}
-        trees = ((wiki_dir, names["md"]), (site_dir, names["html"]))
-        recorded = [(tree, _recorded(tree, tree_names)) for tree, tree_names in trees]
-        kept = set() if force else _unchanged(data.sessions, digests, recorded)
-        todo = [s for s in data.sessions if s["session_id"] not in kept]
-        kept_files = [[f for sid in sorted(kept) for f in record[sid][1]] for _tree, record in recorded]
-        del recorded  # not held through the report (98,000 sessions: ~90 MB)
-        with PageWorkers(con, warehouse, data, n_sessions=len(todo)) as workers:
+        with PageWorkers(con, warehouse, data) as workers:
+            # first, on workers: neither needs what follows (98,000 sessions, one changed: the index, begun after
+            # the digests and records, was the report's last ~10 s)
             exported = workers.call(export_parquet, warehouse, out / "parquet", force)
-            searched = workers.call_any(write_search, warehouse, site_dir, search_projects(data), force)
+            searched = workers.call(write_search, warehouse, site_dir, search_projects(data), force)
+            digests, plans = session_digests(con, data)
+            names = {ext: {wiki_pages.session_file(sid, page, ext): sid for sid in digests
+                           for page in range(max(1, len(plans.get(sid, ()))))} for ext in ("md", "html")}
+            trees = ((wiki_dir, names["md"]), (site_dir, names["html"]))
+            recorded = [(tree, _recorded(tree, tree_names)) for tree, tree_names in trees]
+            kept = set() if force else _unchanged(data.sessions, digests, recorded)
+            todo = [s for s in data.sessions if s["session_id"] not in kept]
+            kept_files = [[f for sid in sorted(kept) for f in record[sid][1]] for _tree, record in recorded]
+            del recorded  # not held through the report (98,000 sessions: ~90 MB)
+            workers.start_pages(len(todo))
             wiki_months = MonthPages(wiki_dir, data, digests, force)
             pages, specs = build_pages(data, with_sessions=False, kept=wiki_months.kept)  # sessions: the workers
             charts_drawn = charts.start(specs, wiki_dir, workers.pool)
@@ -583,7 +602,7 @@ def _state(path: Path, key: str) -> object:
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > STATE_MAX_BYTES:
             return None
-        return json.loads(path.read_text(encoding="utf-8")).get(key)
+        return orjson.loads(path.read_bytes()).get(key)  # 98,000 sessions' record: json 0.59 s, orjson ~0.15
     except (OSError, ValueError, AttributeError):
         return None
 
@@ -591,7 +610,11 @@ def _state(path: Path, key: str) -> object:
 def _write_state(path: Path, state: dict) -> None:
     """A record for the next report (what ``_state`` reads), through a temporary file."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(state, separators=(",", ":")), encoding="utf-8")
+    try:
+        data = orjson.dumps(state)
+    except TypeError:  # an integer beyond 64 bits (a first key's value in EXPORT_STATE)
+        data = json.dumps(state, separators=(",", ":")).encode("utf-8")
+    tmp.write_bytes(data)
     tmp.replace(path)
 
 
@@ -697,38 +720,42 @@ def _write_chunk(part: list[dict], wiki_dir: Path, site_dir: Path, force: bool) 
 
 
 class PageWorkers:
-    """Worker processes for the report's pages, one per core (at most 4): the page data without the
-    sessions' parts is sent once to each, and each reads the parts of the sessions it renders from the
-    warehouse (``spawn``, as the ingest's readers: never ``fork`` a process that holds DuckDB). ``pool``
-    is None with few sessions (in all, or to render) or one core: the pages are then rendered here, with
-    ``con``; ``other`` is None with few sessions in all or one core."""
+    """Worker processes for the report, one per core (at most 4), when the warehouse holds many sessions and
+    there are two cores or more (``spawn``, as the ingest's readers: never ``fork`` a process that holds
+    DuckDB). ``other``: two workers without the page data, started at once, for work that needs DuckDB's memory
+    beside it - the parquet export and the search index. ``pool``: the page workers, started by ``start_pages``
+    when many sessions' pages are to be rendered: the page data without the sessions' parts is sent once to
+    each, and each reads the parts of the sessions it renders from the warehouse. Otherwise (None) the work is
+    done here, with ``con``."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, warehouse: str | Path, data: queries.WikiData,
-                 workers: int | None = None, n_sessions: int | None = None):
-        """``n_sessions``: how many sessions' pages are to be rendered (default: all of ``data``'s)."""
-        self.con, self.data, self.pool, self.other, self.data_file = con, data, None, None, None
-        workers = workers or min(os.cpu_count() or 1, 4)
-        if workers < 2 or len(data.sessions) < PARALLEL_MIN_SESSIONS:
+                 workers: int | None = None):
+        self.con, self.warehouse, self.data, self.pool, self.other, self.data_file = \
+            con, warehouse, data, None, None, None
+        self.workers = workers or min(os.cpu_count() or 1, 4)
+        if self.workers >= 2 and len(data.sessions) >= PARALLEL_MIN_SESSIONS:
+            from .processes import pool
+
+            self.other = pool(2, multiprocessing.get_context("spawn"))
+
+    def start_pages(self, n_sessions: int) -> None:
+        """Start the page workers when ``n_sessions`` pages are many to render."""
+        if self.other is None or n_sessions < PARALLEL_MIN_SESSIONS:
             return
         from .processes import pool
 
-        spawn = multiprocessing.get_context("spawn")
-        if (len(data.sessions) if n_sessions is None else n_sessions) >= PARALLEL_MIN_SESSIONS:
-            # the page data goes to the workers through a file: the pool keeps its workers' arguments for as long
-            # as it runs, and the pickle of 98,000 sessions is 44 MB
-            with tempfile.NamedTemporaryFile("wb", prefix="copilot-report-", suffix=".pickle", delete=False) as fh:
-                try:
-                    pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
-                except BaseException:  # a full disk, say: no file left behind
-                    fh.close()
-                    os.unlink(fh.name)
-                    raise
-            self.data_file = fh.name
-            self.pool = pool(workers, spawn, _worker_start, (self.data_file, str(warehouse)))
-        # more workers, without the page data, for work that needs DuckDB's memory beside it: the parquet export
-        # of a large warehouse, beside the pages even when few sessions' pages are to be rendered; and then the
-        # search index beside it (with many pages to render, the index is the page workers' - ``call_any``)
-        self.other = pool(1 if self.pool is not None else 2, spawn)
+        # the page data goes to the workers through a file: the pool keeps its workers' arguments for as long
+        # as it runs, and the pickle of 98,000 sessions is 44 MB
+        with tempfile.NamedTemporaryFile("wb", prefix="copilot-report-", suffix=".pickle", delete=False) as fh:
+            try:
+                pickle.dump(self.data, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException:  # a full disk, say: no file left behind
+                fh.close()
+                os.unlink(fh.name)
+                raise
+        self.data_file = fh.name
+        self.pool = pool(self.workers, multiprocessing.get_context("spawn"), _worker_start,
+                         (self.data_file, str(self.warehouse)))
 
     def call(self, fn: Callable[..., T], *args: object) -> Callable[[], T]:
         """``fn(*args)`` on a worker without the page data (here, at once, without workers); returns
@@ -737,13 +764,6 @@ class PageWorkers:
             result = fn(*args)
             return lambda: result
         return self.other.submit(fn, *args).result
-
-    def call_any(self, fn: Callable[..., T], *args: object) -> Callable[[], T]:
-        """``fn(*args)`` on any worker: the page workers' when they are there (no process more on cores they
-        keep busy), else beside the export (``call``)."""
-        if self.pool is None:
-            return self.call(fn, *args)
-        return self.pool.submit(fn, *args).result
 
     def sessions(self, wiki_dir: Path, site_dir: Path, force: bool = False,
                  sessions: list[dict] | None = None) -> Callable[[], tuple[TreeResult, TreeResult]]:

@@ -121,12 +121,16 @@ def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_h
     with report.connect(wh, read_only=True) as con:
         assert len(report.chunks(report.queries.load(con, sessions=False).sessions)) > 2
     made: list = []
-    start = report.PageWorkers.__init__
+    start, pages = report.PageWorkers.__init__, report.PageWorkers.start_pages
 
-    def counted(self, con, warehouse, data, workers=None, n_sessions=None):
-        start(self, con, warehouse, data, workers=2, n_sessions=n_sessions)
+    def two(self, con, warehouse, data, workers=None):
+        start(self, con, warehouse, data, workers=2)
+
+    def counted(self, n_sessions):
+        pages(self, n_sessions)
         made.append((self.pool, self.data_file))
-    monkeypatch.setattr(report.PageWorkers, "__init__", counted)
+    monkeypatch.setattr(report.PageWorkers, "__init__", two)
+    monkeypatch.setattr(report.PageWorkers, "start_pages", counted)
     _parquet, wiki2, site2 = report.run_report(wh, tmp_path / "workers")
     assert made and made[0][0] is not None  # the workers did write them
     assert not Path(made[0][1]).exists()  # the page data they were given: removed when they are done
@@ -290,8 +294,9 @@ def test_an_export_copies_the_ranges_whose_rows_did_not_change(sample_home, tmp_
     ingest(wh, [sample_home])
     monkeypatch.setattr(report, "LARGE_ROWS", 1)
     monkeypatch.setattr(report, "CHUNK_BYTES", 300)
-    out = tmp_path / "out"
+    out, decoded = tmp_path / "out", tmp_path / "decoded"  # decoded: where files are not joined as stored
     export_parquet(wh, out)
+    export_parquet(wh, decoded)
     calls = out / "fct_tool_calls.parquet"
     con = duckdb.connect(str(wh), read_only=True)
     ranges = report._Ranges.of(con, "fct_tool_calls", ("session_id", "tool_call_id"),
@@ -319,9 +324,16 @@ def test_an_export_copies_the_ranges_whose_rows_did_not_change(sample_home, tmp_
     assert calls in result.written
     changed, total = next((c, t) for name, c, t in read if name == "fct_tool_calls")
     assert 1 <= changed <= 2 < total  # the two sessions' ranges read again, the rest copied
+    read.clear()
+    monkeypatch.setattr(report.parquet_join, "join", lambda parts, out: False)
+    assert decoded / "fct_tool_calls.parquet" in export_parquet(wh, decoded).written
+    assert next(c for name, c, _t in read if name == "fct_tool_calls") == changed
     fresh = export_parquet(wh, tmp_path / "fresh")
     for path in fresh.written:
-        assert _rows(path) == _rows(out / path.name), path.name
+        assert _rows(path) == _rows(out / path.name) == _rows(decoded / path.name), path.name
+    monkeypatch.undo()
+    monkeypatch.setattr(report, "LARGE_ROWS", 1)
+    monkeypatch.setattr(report, "CHUNK_BYTES", 300)
 
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
