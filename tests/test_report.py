@@ -484,8 +484,9 @@ def test_a_report_renders_again_only_the_sessions_whose_pages_changed(sample_hom
         assert kept_line() is None
         # a record that names files a report never writes there, or of another shape: not taken
         state = json.loads((out / "site" / report.PAGES_STATE).read_text())
-        digest = state["sessions"][sid][0]
-        state["sessions"] = {sid: [digest, ["../../../escape.html"]], "x": 5, "y": ["d", [1]]}
+        digest = state["sessions"][sid]  # the digest alone: its files are the session's pages
+        assert isinstance(digest, str) and len(digest) == 32
+        state["sessions"] = {sid: [digest, ["../../../escape.html"]], "x": 5, "y": ["d", [1]], "../z": digest}
         (out / "site" / report.PAGES_STATE).write_text(json.dumps(state))
         report.run_report(wh, out)
         assert kept_line() is None  # every other session had no record: rendered
