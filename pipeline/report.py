@@ -432,10 +432,8 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
             exported = workers.call(export_parquet, warehouse, out / "parquet", force)
             searched = workers.call(write_search, warehouse, site_dir, search_projects(data), force)
             digests, plans = session_digests(con, data)
-            names = {ext: {wiki_pages.session_file(sid, page, ext): sid for sid in digests
-                           for page in range(max(1, len(plans.get(sid, ()))))} for ext in ("md", "html")}
-            trees = tuple((tree, names[ext], _pages_of(names[ext]))
-                          for tree, ext in ((wiki_dir, "md"), (site_dir, "html")))
+            trees = tuple((tree, *_page_files(digests, plans, ext)) for tree, ext in ((wiki_dir, "md"),
+                                                                                      (site_dir, "html")))
             recorded = [(tree, _recorded(tree, tree_names, own)) for tree, tree_names, own in trees]
             kept = set() if force else _unchanged(data.sessions, digests, recorded)
             todo = [s for s in data.sessions if s["session_id"] not in kept]
@@ -449,9 +447,8 @@ def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str],
             step("wiki and charts")
             svgs = charts_drawn()
             wiki_sessions, site_sessions = sessions_written()
-            for (tree, _names, _own), files, done in zip(trees, kept_files, (wiki_sessions, site_sessions),
-                                                        strict=True):
-                done.unchanged += [tree / f for f in files]  # kept as they are
+            for files, done in zip(kept_files, (wiki_sessions, site_sessions), strict=True):
+                done.kept += files  # kept as they are
             wiki_sessions.unchanged += [wiki_dir / rel for rel, text in pages.items() if text is None]
             wiki = write_tree({**{rel: text for rel, text in pages.items() if text is not None}, **svgs}, wiki_dir,
                               "wiki", done=wiki_sessions, force=force)
@@ -614,14 +611,22 @@ def _recorded(tree: Path, names: dict[str, str], pages: dict[str, list[str]]) ->
     return out
 
 
-def _pages_of(names: dict[str, str]) -> dict[str, list[str]]:
-    """Each session's page files (``names``: a file's session), sorted."""
-    out: dict[str, list[str]] = {}
-    for rel, sid in names.items():
-        out.setdefault(sid, []).append(rel)
-    for files in out.values():
-        files.sort()
-    return out
+def _page_files(sessions: Iterable[str], plans: dict[str, list[tuple[int, int]]],
+                ext: str) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The session page files of a tree (``ext``: its pages' extension) as {file: its session} and {session:
+    its files, sorted}; ``plans``: the pages of the sessions that have several (``session_digests``)."""
+    names: dict[str, str] = {}
+    pages: dict[str, list[str]] = {}
+    for sid in sessions:
+        ranges = plans.get(sid)
+        files = [wiki_pages.session_file(sid, page, ext) for page in range(max(1, len(ranges)))] if ranges else \
+            [wiki_pages.session_file(sid, 0, ext)]
+        if len(files) > 1:
+            files.sort()
+        pages[sid] = files
+        for f in files:
+            names[f] = sid
+    return names, pages
 
 
 def _state(path: Path, key: str) -> object:
@@ -686,6 +691,9 @@ def _record(tree: Path, result: TreeResult, digests: dict[str, str], names: dict
     for path in (*result.written, *result.unchanged):
         text = str(path)  # the path relative to the tree by its text: Path.relative_to took 0.27 s for 10,700 files
         rel = text[len(prefix):].replace(os.sep, "/") if text.startswith(prefix) else path.relative_to(tree).as_posix()
+        if rel in names:
+            files.setdefault(names[rel], []).append(rel)
+    for rel in result.kept:
         if rel in names:
             files.setdefault(names[rel], []).append(rel)
     state = {"sessions": {sid: digests[sid] if sorted(fs) == pages.get(sid) else [digests[sid], sorted(fs)]
