@@ -559,6 +559,22 @@ def test_a_busy_month_is_listed_by_day_and_a_change_renders_its_day_alone(sample
         assert (out / tree / rel).is_file()
 
 
+def test_month_and_day_keys_are_those_the_pages_link():
+    # the keys name the month and day pages; a session page links its month by strftime, which prints a year
+    # before 1000 unpadded: the keys do the same, and a day's month is found whatever the year's width
+    from datetime import datetime, timezone
+
+    from pipeline.wiki import pages
+
+    for at in (datetime(2026, 1, 5, 7, tzinfo=timezone.utc), datetime(999, 3, 4, tzinfo=timezone.utc),
+               datetime(12, 11, 30)):
+        s = {"started_at": at}
+        assert pages.month_key(s) == at.strftime("%Y-%m") and pages.day_key(s) == at.strftime("%Y-%m-%d")
+        assert pages.is_day(pages.day_key(s)) and not pages.is_day(pages.month_key(s))
+        assert pages.month_of(pages.day_key(s)) == pages.month_key(s) == pages.month_of(pages.month_key(s))
+    assert pages.month_key({"started_at": None}) == "undated" and not pages.is_day("undated")
+
+
 def test_a_month_page_is_rendered_again_only_when_what_it_shows_changed(sample_home, tmp_path, monkeypatch):
     # a month page shows its sessions' rows, which page of how many, the month's count and the months it
     # links: one session grown renders its month's pages alone, and the site equals one written anew; a page

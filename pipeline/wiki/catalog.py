@@ -27,7 +27,9 @@ from .pages import (
     failures_page,
     files_page,
     index_page,
+    is_day,
     month_days,
+    month_of,
     month_page,
     month_pages,
     month_stem,
@@ -147,6 +149,7 @@ PAGES: tuple[Page, ...] = (
                                                                                                     page),
          site="month.html", values=lambda d, c, month, page, pages, days: {
              "month": month, "page": page, "pages": pages, "days": days,
+             "up": month_of(month) if is_day(month) else None,
              "n": sum(x["n"] for x in days) if days else sum(len(x) for x in pages)},
          each=_month_members),
 )

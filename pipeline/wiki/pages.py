@@ -98,13 +98,15 @@ def _session_link(s: dict, prefix: str) -> str:
 
 # ------------------------------------------------------------------------------------ pages
 def month_key(s: dict) -> str:
-    at = s["started_at"]  # not strftime: 98,000 sessions' keys took ~0.4 s each time
-    return f"{at.year:04d}-{at.month:02d}" if at else "undated"
+    at = s["started_at"]  # not strftime: 98,000 sessions' keys took ~0.4 s each time (but as it prints a year < 1000,
+    if not at:  # unpadded, as the pages' links do)
+        return "undated"
+    return f"{at.year}-{at.month:02d}" if at.year >= 1000 else at.strftime("%Y-%m")
 
 
 def day_key(s: dict) -> str:
     at = s["started_at"]
-    return f"{at.year:04d}-{at.month:02d}-{at.day:02d}"
+    return f"{at.year}-{at.month:02d}-{at.day:02d}" if at.year >= 1000 else at.strftime("%Y-%m-%d")
 
 
 _LISTED: list = [None, None]  # the sessions ``month_pages`` was last asked for, and its answer
@@ -137,15 +139,20 @@ def _month_pages(sessions: list[dict]) -> dict[str, list[list[dict]]]:
 
 
 def is_day(key: str) -> bool:
-    """Whether a key of ``month_pages`` is a day of a month listed by day (else a month)."""
-    return len(key) == 10
+    """Whether a key of ``month_pages`` is a day of a month listed by day (else a month, or ``undated``)."""
+    return key.count("-") == 2
+
+
+def month_of(key: str) -> str:
+    """The month of a key of ``month_pages``: a day's month, or the month itself."""
+    return key.rsplit("-", 1)[0] if is_day(key) else key
 
 
 def month_counts(listing: dict[str, list[list[dict]]]) -> list[tuple[str, int]]:
     """Each month of ``month_pages`` (newest first) and its sessions."""
     counts: dict[str, int] = {}
     for key, pages in listing.items():
-        month = key[:7] if is_day(key) else key
+        month = month_of(key)
         counts[month] = counts.get(month, 0) + sum(len(p) for p in pages)
     return list(counts.items())
 
@@ -163,7 +170,7 @@ def month_days(listing: dict[str, list[list[dict]]]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for key, pages in listing.items():
         if is_day(key):
-            out.setdefault(key[:7], []).append({"day": key, **_totals([x for p in pages for x in p])})
+            out.setdefault(month_of(key), []).append({"day": key, **_totals([x for p in pages for x in p])})
     return out
 
 
@@ -180,7 +187,7 @@ def month_file(month: str, page: int, ext: str = "md") -> str:
 def _months_table(data: WikiData, prefix: str) -> str:
     months: dict[str, list[dict]] = {}
     for key, pages in month_pages(data.sessions).items():
-        months.setdefault(key[:7] if is_day(key) else key, []).extend(x for p in pages for x in p)
+        months.setdefault(month_of(key), []).extend(x for p in pages for x in p)
     rows = []
     for month, xs in months.items():
         t = _totals(xs)
@@ -268,7 +275,7 @@ def month_page(data: WikiData, month: str, pages: list[list[dict]], page: int) -
     title = f"Sessions of {month}" if month != "undated" else "Sessions without a start time"
     nav = ["[Index](../index.md)"]
     if is_day(month):
-        nav.append(link(f"the days of {month[:7]}", "../" + month_file(month[:7], 0)))
+        nav.append(link(f"the days of {month_of(month)}", "../" + month_file(month_of(month), 0)))
     if page > 0:
         nav.append(link("previous page", "../" + month_file(month, page - 1)))
     if page + 1 < len(pages):
