@@ -188,12 +188,15 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
 SLOWEST = 5  # models named, with their seconds, in the log line of a build (`-v`)
 
 
-def narrowed(sql: str, key: str, condition: str) -> str:
-    """``sql`` with each import CTE of a table that has column ``key`` filtered by ``condition``."""
+def narrowed(sql: str, key: str, scope: str) -> str:
+    """``sql`` with each import CTE of a table that has column ``key`` narrowed to the rows whose ``key`` is in the
+    table ``scope`` or is NULL: two scans, ``in`` and ``is null`` (one scan of both, ``or``, cannot use the semi
+    join: a delete of one session's rows from 8.8 M search terms 0.21 -> 0.02 s)."""
     def narrow(m: re.Match) -> str:
         cte, materialized, table = m.group(1), m.group(2) or "", m.group(3)
         if table in TABLES and any(c.name == key for c in TABLES[table].columns):
-            return f"{cte} as {materialized}(\n    select * from {table} where {condition}\n)"
+            return (f"{cte} as {materialized}(\n    select * from {table} where \"{key}\" in "
+                    f"(select key from \"{scope}\")\n    union all select * from {table} where \"{key}\" is null\n)")
         return m.group(0)
     return _IMPORT.sub(narrow, sql)
 
@@ -206,10 +209,11 @@ def _build(con: duckdb.DuckDBPyConnection, model: Model, sessions: list[str] | N
     cols = ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in table.columns)
     select = f"select {cols} from ({model.sql})"
     if sessions is not None and model.incremental:
-        key = model.incremental
-        in_scope = f'"{key}" is null or "{key}" in (select key from "{SCOPES[key]}")'  # filled by run_models
-        scoped = f"select {cols} from ({narrowed(model.sql, key, in_scope)})"
-        con.execute(f'delete from "{model.name}" where {in_scope}')
+        key, scope = model.incremental, SCOPES[model.incremental]  # the scope's table: filled by run_models
+        in_scope = f'"{key}" is null or "{key}" in (select key from "{scope}")'
+        scoped = f"select {cols} from ({narrowed(model.sql, key, scope)})"
+        con.execute(f'delete from "{model.name}" where "{key}" in (select key from "{scope}")')
+        con.execute(f'delete from "{model.name}" where "{key}" is null')
         con.execute(f'insert into "{model.name}" select * from ({scoped}) where {in_scope}')
     else:  # the declared table, with its comments, emptied and filled (re-commenting every column of every
         # model after a `create or replace` took 0.15 s of a small home's 0.6 s of models)
