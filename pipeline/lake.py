@@ -47,6 +47,7 @@ from .warehouse import (
     locked,
     may_read,
     memory_limit,
+    memory_limit_unless_set,
     meta,
     quiet,
     set_meta,
@@ -584,9 +585,16 @@ def _copy_snapshot(path: Path) -> str | None:
         con.close()
 
 
+# DuckDB's memory while the whole lake is copied and its models built (unless $COPILOT_WAREHOUSE_MEMORY says): below
+# the usual 512 MB, so that the reader's whole process, Python and the model build's own allocations included,
+# stays under 1 GB at 1,000 machines
+COPY_MEMORY = "384MB"
+
+
 def _build_copy(catalog: str, path: Path, snapshot: str) -> None:
     """The whole lake into a new local warehouse, with the models built over it, in place of ``path``."""
     with _writing_copy(path) as con:
+        con.execute(f"set memory_limit = '{memory_limit_unless_set(COPY_MEMORY)}'")
         ensure_schema(con)
         attach(con, catalog, read_only=True)
         _fill_from_lake(con, catalog, _CHOSEN)
