@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
+import orjson
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ..wiki import catalog
@@ -162,16 +163,27 @@ def search_files(con: duckdb.DuckDBPyConnection, projects: dict[str, str]) -> It
                     else left({collapse.format("coalesce(text, '')")}, {SNIPPET}) end as snippet
         from (select *, {head} as head from int_search_docs) order by doc_id""")
     chunk = 0
+    # the last session seen: its page (None: the site has none) and its pages' plan (doc_id, kind:session:ref,
+    # orders a session's documents of one kind together)
+    at: tuple[str | None, str | None, list[tuple[int, int]] | None] = (None, None, None)
     while batch := cursor.fetchmany(CHUNK_DOCS):
         rows = []
         for kind, sid, ref, title, written, odd_at, snippet in batch:
             if kind not in kinds:
                 kinds.append(kind)
             codes.append(_CODES[kinds.index(kind)])
-            url = doc_url(kind, sid, ref, plans.get(sid)) if sid in projects else ""
+            if sid != at[0]:
+                at = (sid, wiki_pages.session_file(sid, 0, "html") if sid in projects else None, plans.get(sid))
+            if at[1] is None:
+                url = ""
+            elif at[2] is None:  # one page: the URL of doc_url's page 0
+                url = at[1] + ANCHORS.get(kind, "").format(ref=ref)
+            else:
+                url = doc_url(kind, sid, ref, at[2])
             rows.append([kind, url, title or sid or ref or "", fmt_ts(odd_at) if odd_at else written or "", snippet,
                          projects.get(sid, "")])
-        text = _js("searchDocs", str(chunk), dump(rows))
+        # orjson writes these lists of strings as json.dumps(ensure_ascii=False) does, 5x faster
+        text = _js("searchDocs", str(chunk), orjson.dumps(rows).decode())
         digest.update(text.encode())
         yield {f"{SEARCH_DIR}/docs-{chunk}.js": text}
         chunk += 1

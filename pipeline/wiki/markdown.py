@@ -126,8 +126,11 @@ def month_range(months: Iterable[date]) -> list:
     return out
 
 
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
 def slug(text: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", (text or "").lower()).strip("-")
+    s = _NOT_SLUG.sub("-", (text or "").lower()).strip("-")
     return s[:40] or "project"
 
 
