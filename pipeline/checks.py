@@ -43,6 +43,9 @@ class ChecksFailed(Exception):
         self.failures = failures
         super().__init__("\n".join(f.describe() for f in failures))
 
+    def __reduce__(self) -> tuple:  # raised in a worker process: pickled with its failures, not its message
+        return ChecksFailed, (self.failures,)
+
 
 def key_check_sql(table: str, key: tuple[str, ...], rows: str | None = None) -> str:
     """Offending rows of a key: duplicates and nulls (``rows``: a subquery to check instead of the table)."""

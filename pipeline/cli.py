@@ -273,11 +273,9 @@ def _amount(text: str):
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # the CLI's own form (`warning: ...`); -v names the logger too
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s" if args.verbose else "%(message)s")
-    if not args.verbose:
-        for handler in logging.getLogger().handlers:
-            handler.setFormatter(_PlainFormatter())
+    from .processes import log_to_stderr
+
+    log_to_stderr(logging.INFO if args.verbose else logging.WARNING, args.verbose)
     if args.quiet and not args.verbose:
         logging.getLogger().setLevel(logging.ERROR)
     from .checks import ChecksFailed
@@ -310,13 +308,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BaseException as exc:  # noqa: BLE001 - everything else is one line too (-v logs the traceback)
         return _failure(args, exc)
-
-
-class _PlainFormatter(logging.Formatter):
-    """``warning: message`` / ``error: message``, as the CLI's own lines read."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return f"{record.levelname.lower()}: {record.getMessage()}"
 
 
 def _quiet_stdout() -> None:

@@ -447,6 +447,7 @@ def lake_warehouse(catalog: str, path: str | Path | None = None, hold: ExitStack
         snapshot += ":" + models_digest()  # a version with other models or columns rebuilds the copy
         has_tables = con.execute("select count(*) from information_schema.tables where table_catalog = 'lake' "
                                  "and table_name = 'lake_sessions'").fetchone()[0]
+        n_sessions = con.execute("select count(*) from lake.lake_sessions").fetchone()[0] if has_tables else 0
     finally:
         con.close()
     if not has_tables:
@@ -454,7 +455,7 @@ def lake_warehouse(catalog: str, path: str | Path | None = None, hold: ExitStack
     with _building(path):  # two `report --lake` at once: one builds the copy, the other waits and reads it
         have = _copy_snapshot(path)
         if have != snapshot and not _refresh_copy(catalog, path, have, snapshot):
-            _build_copy(catalog, path, snapshot)
+            _build_copy(catalog, path, snapshot, n_sessions)
         if hold is not None:  # read from here on: a refresh meanwhile leaves this copy as it is
             hold.enter_context(_reading(path))
     return path
@@ -586,14 +587,53 @@ def _copy_snapshot(path: Path) -> str | None:
 
 
 # DuckDB's memory while the whole lake is copied and its models built (unless $COPILOT_WAREHOUSE_MEMORY says): below
-# the usual 512 MB, so that the reader's whole process, Python and the model build's own allocations included,
+# the usual 512 MB, so that the process that builds it, Python and the model build's own allocations included,
 # stays under 1 GB at 1,000 machines
 COPY_MEMORY = "384MB"
 
 
-def _build_copy(catalog: str, path: Path, snapshot: str) -> None:
-    """The whole lake into a new local warehouse, with the models built over it, in place of ``path``."""
-    with _writing_copy(path) as con:
+# from this many sessions in the lake, the copy is built in a process of its own (``_build_copy``)
+APART_SESSIONS = 10_000
+
+
+def _build_copy(catalog: str, path: Path, snapshot: str, n_sessions: int = 0) -> None:
+    """The whole lake into a new local warehouse, with the models built over it, in place of ``path``. With
+    ``n_sessions`` of APART_SESSIONS or more, in a process of its own: what DuckDB and the interpreter took while
+    building it goes back to the system when that process ends, instead of staying under the report that reads
+    the copy next (in one process, a first `report --lake` peaked above both the build and the report alone)."""
+    if n_sessions < APART_SESSIONS:
+        _build_copy_here(catalog, str(path), snapshot)
+    else:
+        _build_copy_apart(catalog, str(path), snapshot)
+
+
+def _build_copy_apart(catalog: str, path: str, snapshot: str) -> None:
+    """``_build_copy_here`` in a process of its own (spawned), waited for: its error is raised here."""
+    import multiprocessing
+
+    from .processes import pool, stop_pool
+
+    apart = pool(1, multiprocessing.get_context("spawn"), _apart_start, (logging.getLogger().getEffectiveLevel(),))
+    try:
+        apart.submit(_build_copy_here, catalog, path, snapshot).result()
+    except BaseException:
+        stop_pool(apart)  # Ctrl-C or an error: the build stops now (its half-built file goes with the next)
+        raise
+    apart.shutdown()
+
+
+def _apart_start(parent: int, level: int) -> None:
+    """A process that builds the lake's copy: a worker (``processes.worker_init``) that logs what the command
+    logs (``level``: its root logger's), to the same stderr."""
+    from .processes import log_to_stderr, worker_init
+
+    worker_init(parent)
+    log_to_stderr(level, level <= logging.INFO)
+
+
+def _build_copy_here(catalog: str, path: str, snapshot: str) -> None:
+    """``_build_copy`` in this process."""
+    with _writing_copy(Path(path)) as con:
         con.execute(f"set memory_limit = '{memory_limit_unless_set(COPY_MEMORY)}'")
         ensure_schema(con)
         attach(con, catalog, read_only=True)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import atexit
 import gc
+import logging
 import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
@@ -89,3 +91,22 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
+
+
+VERBOSE_FORMAT = "%(levelname)s %(name)s: %(message)s"  # -v: each line names its logger
+
+
+class PlainFormatter(logging.Formatter):
+    """``warning: message`` / ``error: message``, as the CLI's own lines read."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {record.getMessage()}"
+
+
+def log_to_stderr(level: int, verbose: bool) -> None:
+    """The CLI's logging, in its process or in a worker that logs as it does: ``level`` and up to stderr, each line
+    ``warning: message`` (``verbose``: ``INFO pipeline.models: message``)."""
+    logging.basicConfig(level=level, stream=sys.stderr, format=VERBOSE_FORMAT if verbose else "%(message)s")
+    if not verbose:
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(PlainFormatter())

@@ -4,7 +4,9 @@ leaves no trace; --metrics-only pushes no text; local catalog files work for one
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -184,6 +186,55 @@ def test_one_persons_machines_through_local_catalog_files(machines, tmp_path):
         con = duckdb.connect(str(lake.lake_warehouse(str(catalog), copy)), read_only=True)
         assert con.execute("select user_name, n_machines, n_sessions from report_people").fetchall() == [("ana", 2, 4)]
         con.close()
+
+
+def test_a_large_lakes_copy_is_built_in_a_process_of_its_own_as_it_is_built_here(machines, tmp_path, monkeypatch,
+                                                                                  capfd, caplog):
+    """From APART_SESSIONS sessions in the lake, the copy is built in a process of its own (its memory goes back to
+    the system before the report reads the copy): every table as the copy built in this process, what the build
+    logs on the command's stderr (-v), and a failure there raised here, as the build's own error."""
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.duckdb")
+    for m, wh in warehouses.items():
+        assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse", str(wh),
+                     "--machine", m, "--user", f"u-{m}", "--quiet"]) == 0
+    here = lake.lake_warehouse(catalog, tmp_path / "here.duckdb")
+    monkeypatch.setattr(lake, "APART_SESSIONS", 5)  # this lake's sessions: the build goes to a process of its own
+    apart_builds = []
+    spawned = lake._build_copy_apart
+
+    def counted(*args):
+        apart_builds.append(args)
+        return spawned(*args)
+    monkeypatch.setattr(lake, "_build_copy_apart", counted)
+    caplog.set_level(logging.INFO)  # as -v sets it
+    capfd.readouterr()
+    lake.lake_warehouse(catalog, tmp_path / "apart.duckdb")
+    assert len(apart_builds) == 1
+    assert re.search(r"^INFO pipeline\.models: \d+ models built \(full\)", capfd.readouterr().err, re.M)  # its own
+    assert _equal_warehouses(here, tmp_path / "apart.duckdb", [t.name for t in STAR + MODELS]) == []
+    # what fails in that process fails here with its error, and leaves no half-built copy: a data file gone (the
+    # sample home: enough turns that DuckLake writes them to a parquet file)
+    catalog, warehouse = str(tmp_path / "sample-lake.duckdb"), tmp_path / "sample.duckdb"
+    ingest(warehouse, [SAMPLE_HOME])
+    assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "sample-data"), "--warehouse",
+                 str(warehouse), "--machine", "laptop", "--user", "ana", "--quiet"]) == 0
+    gone = sorted((tmp_path / "sample-data").rglob("fct_turns/*.parquet"))[0]
+    gone.unlink()
+    copy = tmp_path / "failed.duckdb"
+    with pytest.raises(lake.LakeError, match=gone.name):
+        lake.lake_warehouse(catalog, copy)
+    assert len(apart_builds) == 2 and not copy.exists() and not copy.with_name(copy.name + ".building").exists()
+
+
+def test_failed_checks_raised_in_a_worker_arrive_with_their_failures():
+    import pickle
+
+    from pipeline.checks import CheckFailure, ChecksFailed
+
+    failed = ChecksFailed([CheckFailure("fk_facts_to_sessions", 2, ["session_id"], [("a",), ("b",)])])
+    again = pickle.loads(pickle.dumps(failed))
+    assert again.failures == failed.failures and str(again) == str(failed)
 
 
 def test_query_and_usage_read_the_lake_in_place_with_the_rows_of_its_copy(machines, tmp_path, monkeypatch, capsys):
