@@ -87,14 +87,17 @@ ANCHORS = {"prompt": "#prompt-{ref}", "answer": "#prompt-{ref}", "checkpoint": "
            "memory": "#memories"}
 
 
-def doc_url(kind: str, session_id: str, ref: str | None, ranges: list[tuple[int, int]] | None = None) -> str:
+def doc_url(kind: str, session_id: str, ref: str | None, ranges: list[tuple[int, int]] | None = None,
+            first: str | None = None) -> str:
     """Where a search document (int_search_docs) is shown: its session's page, at the prompt,
     checkpoint or memories it is (``ranges``: the session's pages, when it has several; a prompt or an
-    answer is on the page of its turn, the rest on the first)."""
+    answer is on the page of its turn, the rest on the first; ``first``: the session's first page, when the
+    caller has it already)."""
     page = 0
     if ranges and kind in ("prompt", "answer") and ref is not None and str(ref).isdigit():
         page = wiki_pages.page_of(ranges, int(ref))
-    return wiki_pages.session_file(session_id, page, "html") + ANCHORS.get(kind, "").format(ref=ref)
+    base = first if page == 0 and first is not None else wiki_pages.session_file(session_id, page, "html")
+    return base + ANCHORS.get(kind, "").format(ref=ref)
 
 
 # The prebuilt search index, in files a search loads as it needs them (``search.js``): a page opened from
@@ -163,8 +166,8 @@ def search_files(con: duckdb.DuckDBPyConnection, projects: dict[str, str]) -> It
                     else left({collapse.format("coalesce(text, '')")}, {SNIPPET}) end as snippet
         from (select *, {head} as head from int_search_docs) order by doc_id""")
     chunk = 0
-    # the last session seen: its page (None: the site has none) and its pages' plan (doc_id, kind:session:ref,
-    # orders a session's documents of one kind together)
+    # the last session seen: its first page (None: the site has none) and its pages' plan (doc_id,
+    # kind:session:ref, orders a session's documents of one kind together)
     at: tuple[str | None, str | None, list[tuple[int, int]] | None] = (None, None, None)
     while batch := cursor.fetchmany(CHUNK_DOCS):
         rows = []
@@ -174,12 +177,7 @@ def search_files(con: duckdb.DuckDBPyConnection, projects: dict[str, str]) -> It
             codes.append(_CODES[kinds.index(kind)])
             if sid != at[0]:
                 at = (sid, wiki_pages.session_file(sid, 0, "html") if sid in projects else None, plans.get(sid))
-            if at[1] is None:
-                url = ""
-            elif at[2] is None:  # one page: the URL of doc_url's page 0
-                url = at[1] + ANCHORS.get(kind, "").format(ref=ref)
-            else:
-                url = doc_url(kind, sid, ref, at[2])
+            url = "" if at[1] is None else doc_url(kind, sid, ref, at[2], at[1])
             rows.append([kind, url, title or sid or ref or "", fmt_ts(odd_at) if odd_at else written or "", snippet,
                          projects.get(sid, "")])
         # orjson writes these lists of strings as json.dumps(ensure_ascii=False) does, 5x faster
