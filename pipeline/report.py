@@ -20,7 +20,7 @@ import orjson
 
 from . import charts, parquet_join
 from .schema import TABLES
-from .site import search_files, search_projects, site_files
+from .site import search_projects, site_files
 from .site import session_page as site_session_page
 from .site import session_pages as site_session_pages
 from .tree import MANIFEST, PENDING, TreeResult, finish, forget, inside, may_write, refused, write_files, write_tree
@@ -97,15 +97,21 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = Fal
 
 
 def write_search(warehouse: str | Path, site_dir: Path, projects: dict[str, str], force: bool = False) -> TreeResult:
-    """The site's search index (``site.search_files``) written under ``site_dir`` from a connection of its own: on
-    a worker, beside the other pages, when there are workers (98,000 sessions: ~20 s and ~0.26 GB it no longer
-    adds to the main process, which holds the page data). The manifest is the report's (``write_tree``)."""
+    """The site's search index (``site.search.SearchIndex``: where the last report's index is, only what changed)
+    written under ``site_dir`` from a connection of its own: on a worker, beside the other pages, when there are
+    workers (98,000 sessions: ~20 s and ~0.26 GB it no longer adds to the main process, which holds the page
+    data). The manifest is the report's (``write_tree``)."""
+    from .site.search import SearchIndex
+
     con = connect(warehouse, read_only=True)
     result = TreeResult("site")
     try:
         con.execute(f"set memory_limit = '{_report_memory()}'")
-        for files in search_files(con, projects):  # a few files at a time: the index is never held whole
+        index = SearchIndex(con, projects, site_dir, force)
+        for files in index.files():  # a few files at a time: the index is never held whole
             write_files(files, site_dir, result, force)
+        result.kept += index.kept
+        index.record(refused=bool(result.refused))
     finally:
         con.close()
     return result

@@ -106,13 +106,15 @@ def test_pages_written_by_worker_processes_equal_the_pages_written_here(sample_h
     # are many sessions: the same files, byte for byte (manifests included), as when this process writes
     # them all; and the session pages, read a few sessions at a time, as write_wiki's from one whole read
     from pipeline import report
+    from pipeline.site.search import STATE as SEARCH_STATE
 
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
 
-    def tree(out):  # (what each session's and month's pages were made from is the report's own record: not a page)
+    def tree(out):  # (what each session's and month's pages and the search index were made from is the report's own
+        # record: not a page)
         return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
-                if p.is_file() and p.name not in (report.PAGES_STATE, report.MONTHS_STATE)}
+                if p.is_file() and p.name not in (report.PAGES_STATE, report.MONTHS_STATE, SEARCH_STATE)}
     _parquet, wiki, site = report.run_report(wh, tmp_path / "here")
     write_wiki(wh, tmp_path / "whole")
     assert tree(tmp_path / "here" / "wiki") == tree(tmp_path / "whole")
@@ -441,11 +443,19 @@ def test_a_report_renders_again_only_the_sessions_whose_pages_changed(sample_hom
     import logging
 
     from pipeline import report
+    from pipeline.site.search import SEARCH_DIR
+    from pipeline.site.search import STATE as SEARCH_STATE
     from pipeline.wiki.markdown import page_name
 
-    def tree(out):
-        return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
-                if p.is_file() and p.name not in (report.PAGES_STATE, report.MONTHS_STATE)}
+    from .search_index import static_search
+
+    def tree(out):  # the search index: compared by what it finds (a change's documents are appended to it)
+        return {rel: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name not in (
+            report.PAGES_STATE, report.MONTHS_STATE, SEARCH_STATE)
+            and not (rel := p.relative_to(out).as_posix()).startswith(SEARCH_DIR + "/")}
+
+    def finds(site):
+        return [static_search(site, [t]) for t in words] + [static_search(site, words[:3] + ["question"])]
 
     def kept_line():
         lines = [r.getMessage() for r in caplog.records if "sessions' pages unchanged" in r.getMessage()]
@@ -475,6 +485,11 @@ def test_a_report_renders_again_only_the_sessions_whose_pages_changed(sample_hom
         report.run_report(wh, tmp_path / "anew")
         for part in ("wiki", "site"):
             assert tree(out / part) == tree(tmp_path / "anew" / part), part
+        words = [r[0] for r in rows(wh, "select term from int_search_terms group by term order by count(*) desc, term "
+                                        "limit 30")] + ["one", "more", "question"]
+        assert finds(out / "site") == finds(tmp_path / "anew" / "site") and any(finds(out / "site"))
+        found = [hit for hit in static_search(out / "site", ["question"]) if hit[4] == "one more question"]
+        assert found and found[0][:2] == ("prompt", f"sessions/{page_name(sid)}.html#prompt-{found[0][1][-1]}")
 
         page = next((out / "site" / "sessions").glob(page_name(sid) + "*.html"))
         page.unlink()
@@ -502,6 +517,7 @@ def test_a_report_renders_again_only_the_sessions_whose_pages_changed(sample_hom
         assert kept_line() is None
     for part in ("wiki", "site"):
         assert tree(out / part) == tree(tmp_path / "anew" / part), part
+    assert finds(out / "site") == finds(tmp_path / "anew" / "site")
 
 
 def test_a_busy_month_is_listed_by_day_and_a_change_renders_its_day_alone(sample_home, tmp_path, monkeypatch):

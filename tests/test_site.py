@@ -297,8 +297,8 @@ def test_search_from_a_file_url(demo, site, page, tmp_path):
 def test_the_index_in_many_files_ranks_as_search_does(site, page, tmp_path, monkeypatch):
     """The prebuilt index cut into many shards and chunks (as an organisation's is): the page loads only the
     files a search needs and ranks as the warehouse's search() does, for every kind of word."""
-    from pipeline import site as site_module
     from pipeline.serve import search
+    from pipeline.site import search as site_module
     from pipeline.warehouse import connect
 
     wh = site.parent / "w.duckdb"
@@ -337,13 +337,88 @@ def test_the_index_in_many_files_ranks_as_search_does(site, page, tmp_path, monk
     assert not page.errors
 
 
+def test_a_report_after_a_change_rewrites_the_index_files_the_change_is_in(site, page, tmp_path, monkeypatch):
+    """One session's documents changed, another's gone, then back: each report appends the documents that changed
+    or came at new positions, leaves their old positions dead and keeps the chunks and shards that hold neither;
+    the page ranks as search() does after each, and as the index built whole (--force) from the same warehouse."""
+    import duckdb
+
+    from pipeline.serve import search
+    from pipeline.site import search as site_module
+
+    monkeypatch.setattr(site_module, "SHARD_BYTES", 512)
+    monkeypatch.setattr(site_module, "CHUNK_DOCS", 3)
+    monkeypatch.setattr(site_module, "GROUP_BYTES", 4096)
+    wh, out = tmp_path / "w.duckdb", tmp_path / "out"
+    shutil.copy(site.parent / "w.duckdb", wh)
+    index, state_file = out / "site" / "search", out / "site" / site_module.STATE
+
+    def report(*flags: str) -> tuple[dict, dict]:
+        before = {p.name: p.stat().st_mtime_ns for p in index.iterdir()} if index.is_dir() else {}
+        assert main(["report", "--warehouse", str(wh), "--out", str(out), "--quiet", *flags]) == 0
+        meta = json.loads((index / "index.js").read_text().split("=", 1)[1].rstrip(";\n"))
+        kept = {n for n, t in before.items() if (index / n).is_file() and (index / n).stat().st_mtime_ns == t}
+        return meta, {"kept": kept, "state": json.loads(state_file.read_text())}
+
+    def ranks_as_search(meta: dict) -> None:
+        page.goto((out / "site" / "search.html").resolve().as_uri())
+        for q in ["token refresh", "test", "zebraquux", "the", *words[:3]]:
+            got = page.evaluate("q => copilotSearch.search(q, 50)", q)
+            want = search(wh, q, 50)
+            assert [(h["kind"], h["url"], h["title"], h["snippet"], h["project"]) for h in got] == \
+                [(h["kind"], h["url"], h["title"], h["snippet"], h["project"]) for h in want], q
+            assert all(abs(g["score"] - w["score"]) < 0.0005 for g, w in zip(got, want, strict=True)), q
+        assert not page.errors
+
+    meta, first = report()
+    with duckdb.connect(str(wh), read_only=True) as con:
+        (changed, gone), n_docs = con.execute(
+            "select list(session_id order by n desc, session_id)[1:2] from (select session_id, count(*) as n "
+            "from int_search_docs where session_id is not null group by 1)").fetchone()[0], \
+            con.execute("select count(*) from int_search_docs").fetchone()[0]
+        words = [r[0] for r in con.execute("select term from int_search_terms where session_id = ? "
+                                           "group by term order by count(*) desc, term limit 3", [gone]).fetchall()]
+        gone_docs = con.execute("select * from int_search_docs where session_id = ?", [gone]).fetchall()
+        gone_terms = con.execute("select * from int_search_terms where session_id = ?", [gone]).fetchall()
+    assert meta["docs"] == meta["live"] == n_docs and "-" not in meta["doc_kinds"]
+    with duckdb.connect(str(wh)) as con:  # a title and a word of one session changed; another session's gone
+        con.execute("update int_search_docs set title = 'retitled', n_terms = n_terms + 3 where session_id = ?",
+                    [changed])
+        con.execute("insert into int_search_terms select doc_id, session_id, 'zebraquux', 3 from int_search_docs "
+                    "where session_id = ? order by doc_id limit 1", [changed])
+        con.execute("delete from int_search_docs where session_id = ?", [gone])
+        con.execute("delete from int_search_terms where session_id = ?", [gone])
+    meta, second = report()
+    n_changed = first["state"]["sessions"][changed][1]
+    n_gone = first["state"]["sessions"][gone][1]
+    assert meta["docs"] == n_docs + n_changed and meta["live"] == n_docs - n_gone
+    assert meta["doc_kinds"].count("-") == n_changed + n_gone and gone not in second["state"]["sessions"]
+    assert second["state"]["sessions"][changed][0] == n_docs  # appended
+    n_files = len(list(index.iterdir()))
+    assert {"index.js", "ranks.js"} - second["kept"] and 0 < len(second["kept"]) < n_files
+    ranks_as_search(meta)
+    with duckdb.connect(str(wh)) as con:  # the gone session back: appended again
+        con.executemany("insert into int_search_docs values (" + ", ".join("?" * len(gone_docs[0])) + ")", gone_docs)
+        con.executemany("insert into int_search_terms values (?, ?, ?, ?)", gone_terms)
+    meta, third = report()
+    assert meta["docs"] == n_docs + n_changed + n_gone and meta["live"] == n_docs
+    assert third["state"]["sessions"][gone][0] == n_docs + n_changed
+    ranks_as_search(meta)
+    meta, whole = report("--force")  # built whole: the same results from positions in order
+    assert meta["docs"] == meta["live"] == n_docs and "-" not in meta["doc_kinds"]
+    ranks_as_search(meta)
+    meta, again = report()  # nothing changed: every file as it was, the version too
+    assert again["kept"] >= {p.name for p in index.iterdir()} - {"index.js", "ranks.js"}
+    assert again["state"]["version"] == whole["state"]["version"]
+
+
 def test_the_index_snippets_and_times_are_those_of_the_whole_text(site, tmp_path):
     """A snippet is collapsed from the start of a text when that makes one, else from the whole text; either way
     it is the whole text's whitespace collapsed and cut, as search() shows it; a time is printed as fmt_ts does,
     a year before 1000 too."""
     import duckdb
 
-    from pipeline import site as site_module
+    from pipeline.site import search as site_module
     from pipeline.warehouse import connect
     from pipeline.wiki.markdown import fmt_ts
 
@@ -353,7 +428,8 @@ def test_the_index_snippets_and_times_are_those_of_the_whole_text(site, tmp_path
     texts = [" \n\t" * (2 * n) + "needle " * 10,  # the start collapses to one space: the whole text is needed
              "word\t\t\n " * n, "x" * (5 * n), " " * (4 * n) + "y", "short  text\n", "", None]
     with duckdb.connect(str(wh)) as con:
-        ids = [r[0] for r in con.execute("select doc_id from int_search_docs order by doc_id limit ?",
+        ids = [r[0] for r in con.execute("select doc_id from int_search_docs order by coalesce(session_id, ''), doc_id "
+                                         "limit ?",
                                          [len(texts)]).fetchall()]
         for i, (doc, text) in enumerate(zip(ids, texts, strict=False)):
             con.execute("update int_search_docs set text = ?, written_at = case when ? then "
@@ -361,8 +437,9 @@ def test_the_index_snippets_and_times_are_those_of_the_whole_text(site, tmp_path
     con = connect(wh, read_only=True)
     try:
         want = con.execute(f"""select left(regexp_replace(coalesce(text, ''), '\\s+', ' ', 'g'), {n}), written_at
-                               from int_search_docs order by doc_id""").fetchall()
-        got = [row for files in site_module.search_files(con, {}) for name, text in files.items() if "docs-" in name
+                               from int_search_docs order by coalesce(session_id, ''), doc_id""").fetchall()
+        index = site_module.SearchIndex(con, {}, tmp_path / "site")
+        got = [row for files in index.files() for name, text in files.items() if "docs-" in name
                for row in json.loads(text[text.index("["):text.rindex("]") + 1])]
     finally:
         con.close()

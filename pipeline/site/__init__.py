@@ -10,13 +10,9 @@ and sanitized (``render``); everything else Jinja2 escapes.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import duckdb
-import orjson
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ..wiki import catalog
@@ -34,12 +30,11 @@ from ..wiki.markdown import (
     page_name,
     plural,
 )
-from ..wiki.queries import WikiData, page_plans
+from ..wiki.queries import WikiData
 from .render import markdown
 
 HERE = Path(__file__).parent
 ANSWER_MAX = 20_000  # characters of an answer shown on a session page (the warehouse has all of it)
-SNIPPET = 240  # characters of a search result's text
 STATIC = ("site.css", "search.js", "sessions.js")
 
 
@@ -100,142 +95,11 @@ def doc_url(kind: str, session_id: str, ref: str | None, ranges: list[tuple[int,
     return base + ANCHORS.get(kind, "").format(ref=ref)
 
 
-# The prebuilt search index, in files a search loads as it needs them (``search.js``): a page opened from
-# ``file://`` cannot fetch(), so each is a script that hands its part to the page. ``search/index.js``: how the
-# index is cut, and the kind of each document; ``search/terms-K.js``: the postings of the terms of shard K;
-# ``search/docs-J.js``: the documents of chunk J. One index file of every term and document was 49 MB at 19,600
-# sessions (a browser loaded it whole for any search) and took ~0.6 GB of the report's memory to build.
-SEARCH_DIR = "search"
-SHARD_BYTES = 256 * 1024  # about this much of postings per term shard
-MAX_SHARDS = 4096
-CHUNK_DOCS = 500  # documents per chunk: a page of 50 results loads at most 50 chunks
-GROUP_BYTES = 8 * 1024 * 1024  # about this much of postings built by one query (the memory it takes: ~0.2 GB)
-POSTING_BYTES = 12  # the text of one posting ("position,weight,"), about
-# a term's shard: a polynomial hash of its code points, which search.js computes alike (`shardOf`)
-_SHARD_OF_TERM = ("list_reduce(list_transform(str_split(term, ''), c -> unicode(c)::bigint), "
-                  "(h, c) -> (h * 31 + c) % 1000003, 0::bigint)")
-
-
-def shard_of(term: str, shards: int) -> int:
-    """The shard of ``term`` among ``shards``: what ``_SHARD_OF_TERM`` and search.js compute."""
-    h = 0
-    for ch in term:
-        h = (h * 31 + ord(ch)) % 1000003
-    return h % shards
-
-
-def _script(statement: str) -> str:
-    """``statement`` as a script file; "</" in its JSON cannot end a script early."""
-    return f"{statement};\n".replace("</", "<\\/")
-
-
-def _js(call: str, *values: str) -> str:
-    """A script that calls ``call`` with JSON ``values``."""
-    return _script(f"{call}({','.join(values)})")
-
-
-def search_files(con: duckdb.DuckDBPyConnection, projects: dict[str, str]) -> Iterator[dict[str, str]]:
-    """The search index's files (``search/...``), a few at a time: every search document (prompts, answers,
-    checkpoints, memories) with a snippet, and per term the documents holding it with their BM25 weight - the
-    weights of the warehouse's ``search()`` macro (k1 = 1.2, b = 0.75), so the page ranks as ``serve`` and
-    ``search`` do. Neither the documents nor the postings are held whole here or in DuckDB; ``index.js``
-    comes last, with a digest of the others (the version a page asks for: no page mixes two reports).
-    ``projects``: the project name of each session the site has pages for (``search_projects``)."""
-    dump = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
-    digest = hashlib.blake2b(digest_size=8)
-    n_docs, n_postings = con.execute("select (select count(*) from int_search_docs), "
-                                     "(select count(*) from int_search_terms)").fetchone()
-    shards = 1
-    while shards < MAX_SHARDS and shards * SHARD_BYTES < n_postings * POSTING_BYTES:
-        shards *= 2
-    plans = page_plans(con)  # the sessions of several pages: a prompt is on the page of its turn
-    kinds: list[str] = []
-    codes: list[str] = []
-    # the snippet: the text's whitespace collapsed, cut; collapsed from its first 4 x SNIPPET characters when that
-    # makes a snippet (the same one: a prefix collapses to a prefix of the whole), not from every whole answer
-    # (422,000 documents of 236 MB: 3.2 -> 2.2 s)
-    collapse = "regexp_replace({}, '\\s+', ' ', 'g')"
-    head = collapse.format(f"left(coalesce(text, ''), {4 * SNIPPET})")
-    # the time as fmt_ts prints it, by DuckDB (in UTC, as every connection): the datetime of each of 422,000
-    # documents cost ~2 s to make and print; fmt_ts does a year before 1000 (it does not pad it)
-    cursor = con.execute(f"""
-        select kind, session_id, ref, title, strftime(written_at, '%Y-%m-%d %H:%M') as written,
-               case when year(written_at) < 1000 then written_at end as odd_at,
-               case when length(head) >= {SNIPPET} or length(coalesce(text, '')) <= {4 * SNIPPET}
-                    then left(head, {SNIPPET})
-                    else left({collapse.format("coalesce(text, '')")}, {SNIPPET}) end as snippet
-        from (select *, {head} as head from int_search_docs) order by doc_id""")
-    chunk = 0
-    # the last session seen: its first page (None: the site has none) and its pages' plan (doc_id,
-    # kind:session:ref, orders a session's documents of one kind together)
-    at: tuple[str | None, str | None, list[tuple[int, int]] | None] = (None, None, None)
-    while batch := cursor.fetchmany(CHUNK_DOCS):
-        rows = []
-        for kind, sid, ref, title, written, odd_at, snippet in batch:
-            if kind not in kinds:
-                kinds.append(kind)
-            codes.append(_CODES[kinds.index(kind)])
-            if sid != at[0]:
-                at = (sid, wiki_pages.session_file(sid, 0, "html") if sid in projects else None, plans.get(sid))
-            url = "" if at[1] is None else doc_url(kind, sid, ref, at[2], at[1])
-            rows.append([kind, url, title or sid or ref or "", fmt_ts(odd_at) if odd_at else written or "", snippet,
-                         projects.get(sid, "")])
-        # orjson writes these lists of strings as json.dumps(ensure_ascii=False) does, 5x faster
-        text = _js("searchDocs", str(chunk), orjson.dumps(rows).decode())
-        digest.update(text.encode())
-        yield {f"{SEARCH_DIR}/docs-{chunk}.js": text}
-        chunk += 1
-    groups = max(1, min(shards, -(-n_postings * POSTING_BYTES // GROUP_BYTES)))
-    per_group = -(-shards // groups)
-    try:
-        con.execute("""
-            create or replace temp table _search_positions as
-            select doc_id, n_terms, row_number() over (order by doc_id) - 1 as i from int_search_docs""")
-        con.execute(f"""
-            create or replace temp table _search_shards as
-            select term, {_SHARD_OF_TERM} % {shards} as shard, count(*) as df from int_search_terms group by term""")
-        # every posting's shard, position and weight, joined once and stored in shard order, so that each group's
-        # query reads its shards' rows alone (98,000 sessions, 8.8 M postings in 13 groups: each group joining the
-        # whole of int_search_terms took 9.5 s, this 3.4 s)
-        con.execute("""
-            create or replace temp table _search_postings as
-            with corpus as (select count(*) as n, avg(n_terms) as avg_terms from int_search_docs)
-            select s.shard, t.term, p.i,
-                   round(bm25_weight(t.tf, s.df, p.n_terms, corpus.n, corpus.avg_terms), 3) as weight
-            from int_search_terms t join _search_shards s using (term) join _search_positions p using (doc_id)
-                 cross join corpus
-            order by s.shard""")
-        for first in range(0, shards, per_group):
-            # a DOUBLE rounded to 3 places prints as Python's json does (every such value checked in -2000..2000)
-            postings = con.execute(f"""
-                select shard, term, string_agg(i::varchar || ',' || weight::varchar, ',' order by i)
-                from _search_postings where shard between {first} and {first + per_group - 1}
-                group by shard, term order by shard, term""").fetchall()
-            by_shard: dict[int, list[str]] = {k: [] for k in range(first, min(shards, first + per_group))}
-            for shard, term, text in postings:
-                by_shard[shard].append(f"{dump(term)}:[{text}]")
-            del postings
-            files = {}
-            for shard, terms in by_shard.items():
-                files[f"{SEARCH_DIR}/terms-{shard}.js"] = text = _js("searchTerms", str(shard),
-                                                                     "{" + ",".join(terms) + "}")
-                digest.update(text.encode())
-            yield files
-    finally:
-        con.execute("drop table if exists _search_positions")
-        con.execute("drop table if exists _search_shards")
-        con.execute("drop table if exists _search_postings")
-    meta = {"version": digest.hexdigest(), "shards": shards, "chunk": CHUNK_DOCS, "docs": n_docs, "kinds": kinds,
-            "doc_kinds": "".join(codes)}
-    yield {f"{SEARCH_DIR}/index.js": _script("window.SEARCH_META = " + dump(meta))}
-
-
 def search_projects(data: WikiData) -> dict[str, str]:
-    """What ``search_files`` needs of the page data: each session's project name (a result links its session)."""
+    """What the search index (``search.SearchIndex``) needs of the page data: each session's project name (a
+    result links its session)."""
     return {s["session_id"]: data.project_name.get(s["project_id"], "") for s in data.sessions}
 
-
-_CODES = "0123456789abcdefghijklmnopqrstuvwxyz"  # a document's kind in ``doc_kinds``: its place in ``kinds``
 
 
 def _renderer(data: WikiData, svgs: dict[str, str]):
@@ -308,7 +172,7 @@ def session_page(data: WikiData, s: dict, page: int, ranges: list[tuple[int, int
 def site_files(data: WikiData, svgs: dict[str, str],
                kept: Callable[[str, str, dict], bool] | None = None) -> Iterator[tuple[str, str | None]]:
     """Every file of the site but the sessions' pages (``session_pages``, which ``report``'s workers write) and
-    the search index's (``search_files``), one at a time as (relative path, text): a pure function of the page
+    the search index's (``search.SearchIndex``), one at a time as (relative path, text): a pure function of the page
     data, its pages those of ``wiki.catalog.PAGES``. One at a time: the month pages of 98,000 sessions are
     85 MB of HTML, which a dict of every page held until the last was rendered. A page ``kept`` says is as
     the last report wrote it (told its template, path and values) is not rendered: its text is None."""

@@ -1,7 +1,10 @@
-// Search without a server: the prebuilt index (search/: per term, the documents holding it and their BM25
-// weight - the warehouse's search() weights) summed over the query's words. The index is cut in files this
-// page loads as a search needs them (search/index.js says how): the terms' shards, then the chunks holding
-// the best documents. Served by `python -m pipeline serve`, the page asks the live search API first.
+// Search without a server: the prebuilt index (search/: per term, the documents holding it, with the term's
+// frequency in each and each one's length) ranked by BM25 over the query's words, with the weights of the
+// warehouse's search() (k1 = 1.2, b = 0.75), ties broken as serve breaks them. The index is cut in files
+// this page loads as a search needs them (search/index.js says how): the terms' shards and the documents' ranks,
+// then the chunks holding the best documents. A position whose kind is "-" holds no document any more (a report
+// that changed a session appended its documents anew): its postings are skipped. Served by
+// `python -m pipeline serve`, the page asks the live search API first.
 // Results are built with textContent only: nothing from the history is ever parsed as HTML.
 (function () {
   "use strict";
@@ -28,7 +31,8 @@
   var input = document.getElementById("q");
   var status = document.getElementById("status");
   var list = document.getElementById("results");
-  var meta = window.SEARCH_META || { version: "", shards: 1, chunk: 1, docs: 0, kinds: [], doc_kinds: "" };
+  var meta = window.SEARCH_META ||
+    { version: "", shards: 1, chunk: 1, docs: 0, live: 0, avg_terms: 0, kinds: [], doc_kinds: "", rank_width: 1 };
 
   function kinds() {
     var on = {};
@@ -37,9 +41,11 @@
   }
 
   // the index's files, each loaded once: a <script> (file:// pages cannot fetch) that hands its part over
-  var terms = {}, docs = {}, loading = {};
+  var terms = {}, docs = {}, ranks = "", loading = {};
   window.searchTerms = function (k, part) { terms[k] = part; };
   window.searchDocs = function (k, part) { docs[k] = part; };
+  window.searchRanks = function (part) { ranks = part; };
+  function rank(i) { return parseInt(ranks.substr(i * meta.rank_width, meta.rank_width), 36); }
   function load(name) {
     if (!loading[name]) {
       loading[name] = new Promise(function (resolve, reject) {
@@ -63,21 +69,33 @@
   function staticSearch(q, limit) {
     var words = tokenize(q);
     var shards = Array.from(new Set(words.map(shardOf)));
-    return Promise.all(shards.map(function (k) { return load("terms-" + k); })).then(function () {
+    var files = shards.map(function (k) { return "terms-" + k; }).concat(["ranks"]);
+    return Promise.all(files.map(load)).then(function () {
       var scores = new Map();
       words.forEach(function (term) {
         var part = terms[shardOf(term)] || {};
         var p = Object.prototype.hasOwnProperty.call(part, term) ? part[term] : null;
         if (!p) return;
-        for (var i = 0; i < p.length; i += 2) scores.set(p[i], (scores.get(p[i]) || 0) + p[i + 1]);
+        var df = 0, i;
+        for (i = 0; i < p.length; i += 3) if (meta.doc_kinds[p[i]] !== "-") df++;
+        if (!df) return;
+        // bm25_weight: ln(1 + (N - df + 0.5) / (df + 0.5)) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / mean))
+        var idf = Math.log(1 + (meta.live - df + 0.5) / (df + 0.5));
+        for (i = 0; i < p.length; i += 3) {
+          if (meta.doc_kinds[p[i]] === "-") continue;
+          var w = idf * p[i + 1] * 2.2 / (p[i + 1] + 1.2 * (0.25 + 0.75 * p[i + 2] / meta.avg_terms));
+          scores.set(p[i], (scores.get(p[i]) || 0) + w);
+        }
       });
       var on = kinds();
       var best = [];
       scores.forEach(function (score, i) {
         if (on[meta.kinds[parseInt(meta.doc_kinds[i], 36)]]) best.push({ i: i, score: score });
       });
-      // best first, ties in the warehouse's order of documents (as search() breaks them)
-      best.sort(function (a, b) { return b.score - a.score || a.i - b.i; });
+      // best first by the score serve shows (rounded to 4 places), ties by kind, session and place (ranks.js), as
+      // serve breaks them
+      best.forEach(function (h) { h.key = Math.round(h.score * 1e4); h.rank = rank(h.i); });
+      best.sort(function (a, b) { return b.key - a.key || a.rank - b.rank; });
       best = best.slice(0, limit);
       var chunks = Array.from(new Set(best.map(function (h) { return Math.floor(h.i / meta.chunk); })));
       return Promise.all(chunks.map(function (j) { return load("docs-" + j); })).then(function () {
