@@ -299,10 +299,11 @@ def days_page(month: str, days: list[dict]) -> str:
                for d in days])]) + "\n"
 
 
-def session_file(session_id: str, page: int, ext: str) -> str:
+def session_file(session_id: str, page: int, ext: str, name: str | None = None) -> str:
     """Where page ``page`` (0-based) of a session is: ``sessions/<name>.<ext>``, then
-    ``sessions/<name>/p2.<ext>``, ... (no session's name holds a slash: ``page_name``)."""
-    name = page_name(session_id)
+    ``sessions/<name>/p2.<ext>``, ... (no session's name holds a slash: ``page_name``; ``name``: the session's
+    page name, when the caller has it already)."""
+    name = page_name(session_id) if name is None else name
     return f"sessions/{name}.{ext}" if page == 0 else f"sessions/{name}/p{page + 1}.{ext}"
 
 
