@@ -36,13 +36,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import ServeError
 from .site import doc_url
+from .site.search import SNIPPET  # the static index's snippets are as long
 from .warehouse import WarehouseBusy, WarehouseError, connect, may_read
 from .wiki.markdown import fmt_ts
 from .wiki.queries import page_plans
 
 log = logging.getLogger(__name__)
 MAX_RESULTS = 200
-SNIPPET = 240
 
 
 def search(warehouse: str | Path, q: str, k: int = 50) -> list[dict]:

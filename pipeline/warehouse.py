@@ -7,6 +7,7 @@ import os
 import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -21,6 +22,9 @@ from .schema import (  # noqa: F401  (re-exported)
     arrow_schema,
     to_arrow,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -186,18 +190,20 @@ def key_table(con: duckdb.DuckDBPyConnection, name: str, values: list) -> str:
     """A temp table ``name`` of one VARCHAR column ``key`` holding ``values``; returns the subquery
     that selects them (``(select key from name)``). A long list passed as a query parameter costs
     DuckDB 1.5 ~0.2 ms per element in every query that names it (5,000 sessions: 1.1 s a query);
-    a table of them costs that once, through Arrow."""
+    a table of them costs that once, through Arrow (``temp_table``)."""
     import pyarrow as pa
 
-    con.execute(f'create or replace temp table "{name}" (key varchar)')
-    if values:
-        con.register("_keys", pa.table({"key": pa.array([None if v is None else str(v) for v in values],
-                                                        pa.string())}))
-        try:
-            con.execute(f'insert into "{name}" select key from _keys')
-        finally:
-            con.unregister("_keys")
+    temp_table(con, name, pa.table({"key": pa.array([None if v is None else str(v) for v in values], pa.string())}))
     return f'(select key from "{name}")'
+
+
+def temp_table(con: duckdb.DuckDBPyConnection, name: str, rows: pa.Table) -> None:
+    """A temp table ``name`` holding ``rows`` (their columns and types), in place of any of that name."""
+    con.register("_temp_rows", rows)
+    try:
+        con.execute(f'create or replace temp table "{name}" as select * from _temp_rows')
+    finally:
+        con.unregister("_temp_rows")
 
 
 class WarehouseError(Exception):

@@ -33,9 +33,11 @@ import duckdb
 import orjson
 
 from ..models import models_digest
+from ..warehouse import temp_table
 from ..wiki import pages as wiki_pages
 from ..wiki.markdown import fmt_ts
 from ..wiki.queries import page_plans
+from . import doc_url
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +240,7 @@ class SearchIndex:
                 if sid != at[0]:
                     at = (sid, wiki_pages.session_file(sid, 0, "html") if sid in self.projects else None,
                           self.plans.get(sid))
-                url = "" if at[1] is None else _doc_url(kind, sid, ref, at[2], at[1])
+                url = "" if at[1] is None else doc_url(kind, sid, ref, at[2], at[1])
                 rows.append((i, [kind, url, title or sid or ref or "", fmt_ts(odd_at) if odd_at else written or "",
                                  snippet, self.projects.get(sid, "")]))
             yield rows
@@ -259,19 +261,22 @@ class SearchIndex:
             yield self._docs_text(chunk, docs)
 
     def _docs_changed(self, dead: list[tuple[int, int]]) -> Iterator[dict[str, str]]:
-        """The chunks that hold a position that died or a document appended, each read and patched; the others
-        kept."""
-        patch: dict[int, dict[int, list | None]] = {}
+        """The chunks that hold a position that died or a document appended, each read and patched in turn (the
+        appended documents come a chunk at a time, in order: after every dead position's chunk or in it); the
+        others kept."""
+        died: dict[int, list[range]] = {}  # per chunk, its positions that died
         for start, n in dead:
-            for i in range(start, start + n):
-                patch.setdefault(i // CHUNK_DOCS, {})[i] = None
-        for rows in self._doc_rows():
-            for i, row in rows:
-                patch.setdefault(i // CHUNK_DOCS, {})[i] = row
-        n_chunks = -(-self.positions // CHUNK_DOCS)
-        for chunk in range(n_chunks):
+            for chunk in range(start // CHUNK_DOCS, (start + n - 1) // CHUNK_DOCS + 1):
+                died.setdefault(chunk, []).append(range(max(start, chunk * CHUNK_DOCS),
+                                                        min(start + n, (chunk + 1) * CHUNK_DOCS)))
+        appended = self._appended_chunks()
+        at = next(appended, None)
+        for chunk in range(-(-self.positions // CHUNK_DOCS)):
             name = f"docs-{chunk}.js"
-            if chunk not in patch:
+            rows: dict[int, list] = {}
+            if at is not None and at[0] == chunk:
+                rows, at = at[1], next(appended, None)
+            if chunk not in died and not rows:
                 self.kept.append(f"{SEARCH_DIR}/{name}")
                 continue
             docs: list = []
@@ -279,9 +284,26 @@ class SearchIndex:
                 docs = _parsed((self.site_dir / SEARCH_DIR / name).read_text(encoding="utf-8"))
             first = chunk * CHUNK_DOCS
             docs += [None] * (min(CHUNK_DOCS, self.positions - first) - len(docs))
-            for i, row in patch[chunk].items():
+            for span in died.get(chunk, ()):
+                for i in span:
+                    docs[i - first] = None
+            for i, row in rows.items():
                 docs[i - first] = row
             yield self._docs_text(chunk, docs)
+
+    def _appended_chunks(self) -> Iterator[tuple[int, dict[int, list]]]:
+        """(chunk, {position: document}) of the documents at the positions of _search_positions, a chunk at a time
+        in order."""
+        chunk, rows = -1, {}
+        for batch in self._doc_rows():
+            for i, row in batch:
+                if i // CHUNK_DOCS != chunk:
+                    if rows:
+                        yield chunk, rows
+                    chunk, rows = i // CHUNK_DOCS, {}
+                rows[i] = row
+        if rows:
+            yield chunk, rows
 
     def _terms_text(self, shard: int, terms: dict[str, str]) -> dict[str, str]:
         body = ",".join(f"{orjson.dumps(term).decode()}:[{terms[term]}]" for term in sorted(terms))
@@ -315,14 +337,15 @@ class SearchIndex:
                 group by shard, term order by shard, term""").fetchall()
 
     def _terms_whole(self) -> Iterator[dict[str, str]]:
+        written: set[int] = set()
         for postings in self._postings():
             by_shard: dict[int, dict[str, str]] = {}
             for shard, term, text in postings:
                 by_shard.setdefault(shard, {})[term] = text
             del postings
+            written.update(by_shard)
             yield {name: text for shard, terms in by_shard.items()
                    for name, text in self._terms_text(shard, terms).items()}
-        written = {int(n.split("-")[1].split(".")[0]) for n in self.written if n.startswith("terms-")}
         empty = {}
         for shard in range(self.shards):  # a shard no term falls in: an empty one, as the page loads every shard
             if shard not in written:
@@ -442,21 +465,8 @@ def _sound(sessions: object, positions: int, kinds: list, files: object) -> bool
 
 
 def _starts(con: duckdb.DuckDBPyConnection, name: str, starts: dict[str, int]) -> None:
-    """A temp table ``name`` of (grp, start): each group's first position (through Arrow, as
-    ``warehouse.key_table``: a list parameter costs DuckDB ~0.2 ms per element)."""
+    """A temp table ``name`` of (grp, start): each group's first position."""
     import pyarrow as pa
 
-    con.execute(f"create or replace temp table {name} (grp varchar, start bigint)")
-    if starts:
-        con.register("_starts", pa.table({"grp": pa.array(list(starts), pa.string()),
-                                          "start": pa.array(list(starts.values()), pa.int64())}))
-        try:
-            con.execute(f"insert into {name} select grp, start from _starts")
-        finally:
-            con.unregister("_starts")
-
-
-def _doc_url(kind: str, sid: str, ref: str | None, ranges: list[tuple[int, int]] | None, first: str) -> str:
-    from . import doc_url  # the site's module imports this one's names
-
-    return doc_url(kind, sid, ref, ranges, first)
+    temp_table(con, name, pa.table({"grp": pa.array(list(starts), pa.string()),
+                                    "start": pa.array(list(starts.values()), pa.int64())}))
