@@ -47,8 +47,8 @@ lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
 	$(VENV)/bin/sqlfluff lint sql
 
 SIZE ?= 1024
-bench: $(STAMP)  ## timings and peak memory: SIZE-MB corpora (events, outputs), one 500 MB log, one session of 200,000 tool calls (SIZES=256,512,1024 for scaling; SHAPES=events,calls for some)
-	$(PY) -m tools.bench --size-mb $(SIZE) $(if $(SIZES),--sizes $(SIZES),) $(if $(SHAPES),--shapes $(SHAPES),)
+bench: $(STAMP)  ## timings and peak memory: SIZE-MB corpora (events, outputs), one 500 MB log, one session of 200,000 tool calls, each step the median of 3 rounds (SIZES=256,512,1024 for scaling; SHAPES=events,calls for some; ROUNDS=1 for a quick look)
+	$(PY) -m tools.bench --size-mb $(SIZE) $(if $(SIZES),--sizes $(SIZES),) $(if $(SHAPES),--shapes $(SHAPES),) $(if $(ROUNDS),--rounds $(ROUNDS),)
 
 MACHINES ?= 50,200,1000
 bench-lake: $(STAMP)  ## team mode at scale: MACHINES machines in one DuckLake (PostgreSQL when installed), each command timed

@@ -15,15 +15,43 @@ def test_bench_generates_a_corpus_and_runs_every_step(tmp_path, capsys):
     assert (corpus / "copilot-home" / "session-store.db").is_file()
     assert list((corpus / "vscode-user").rglob("*.json"))
     sizes = {p: p.stat().st_size for p in logs}
-    rows = bench.bench(corpus, tmp_path / "run")
+    rows = bench.bench(corpus, tmp_path / "run", rounds=2)
     assert [r["step"][:3] for r in rows] == ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)"]
     assert all(r["ok"] and r["seconds"] > 0 and r["rss_mb"] > 0 and r["cpu_s"] > 0 for r in rows)
+    assert all(len(r["rounds"]) == 2 for r in rows)
     assert {p: p.stat().st_size for p in logs} == sizes  # the grown logs were cut back
+    # each round's report was a whole one, into a new folder: the second wrote as many pages as the first
+    assert (tmp_path / "run" / "report" / "site" / "index.html").is_file()
     bench.print_table(1, rows)
     out = capsys.readouterr().out
     assert "full <= 3x floor" in out and "full/floor" in out
     assert "| events, " in bench.markdown({("events", 1): rows})
     assert bench.verdict(rows)["full/floor in CPU time"].endswith(("x met", "x MISSED"))
+
+
+def test_each_figure_is_the_median_of_the_rounds_and_each_ratio_of_the_rounds_own():
+    # round 2 ran on a slow machine: everything took twice as long, so its ratios are round 1's; round 3's
+    # full ingest alone was slow. Each ratio is the median of the rounds' own ratios, not a ratio of medians
+    def round_(floor, full, cpu_full=20.0):
+        names = ["(a) floor", "(b) naive", "(c) full", "(d) no-op", "(e) grown", "(f) report"]
+        secs = [floor, 2 * floor, full, 0.02 * full, 0.1 * full, 0.5 * full]
+        cpus = [2.0, 2.0, cpu_full, 0.1, 1.0, 5.0]
+        return [{"step": n, "seconds": s, "cpu_s": c, "rss_mb": 100 + i, "ok": True}
+                for i, (n, s, c) in enumerate(zip(names, secs, cpus, strict=True))]
+    rounds = [round_(4, 20), round_(8, 40), round_(4, 40, cpu_full=40.0)]
+    rounds[1][5]["rss_mb"] = 900
+    rows = bench.combine(rounds, logs_mb=100)
+    full = rows[2]
+    assert full["seconds"] == 40 and full["rounds"] == [20, 40, 40]
+    assert full["x_floor"] == 5.0  # the rounds' 5x, 5x and 10x
+    assert full["x_naive"] == 2.5 and full["x_floor_cpu"] == 10.0  # CPU: 10x, 10x, 20x
+    assert rows[4]["x_full"] == 0.1 and rows[5]["rss_mb"] == 900 and rows[0]["rss_mb"] == 100
+    v = bench.verdict(rows)
+    assert v["full/floor"] == "5.00x MISSED" and v["grown/full"] == "10.0% MISSED" and v["no-op/full"] == "2.0% met"
+    assert v["full/floor in CPU time"] == "10.00x MISSED" and v["peak RSS"] == "900 MB met"
+    rounds[2][2]["ok"] = False  # a step that failed in any round failed
+    assert not bench.combine(rounds, logs_mb=100)[2]["ok"]
+    assert "median of 3 rounds" in bench.markdown({("events", 100): rows})
 
 
 def test_a_steps_cpu_time_counts_the_processes_it_started():
