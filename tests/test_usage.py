@@ -143,6 +143,22 @@ def test_usage_checkpoints_price_the_requests_between_them(tmp_path):
     assert rows(wh2, "select sum(ai_credits) from fct_usage_legs") == [(Decimal("5.000000000"),)]
 
 
+def test_an_intervals_cost_is_shared_by_the_prices_of_the_day_it_was_logged(tmp_path):
+    # o3's output cost $40 per million until 2025-06-10 and $8 since (the bundled table): a checkpoint of May 2025
+    # shares its cost by May's prices, whatever day the logs are read on (the share once used today's prices,
+    # so the same logs gave other figures on another day)
+    assert prices.rates("o3", date(2025, 5, 1)).output == 40 and prices.rates("o3", date(2025, 7, 1)).output == 8
+    may = "2025-05-02T10:00:00Z"
+    events = [_ev("assistant.message", {"content": "ok", "toolRequests": [], "outputTokens": 10, "model": m}, may)
+              for m in ("o3", "claude-sonnet-4.5")]
+    events.append(_ev("session.usage_checkpoint", {"totalNanoAiu": 11_000_000_000}, may))
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [_home(tmp_path, events)])
+    got = dict(rows(wh, "select model, ai_credits from fct_usage_legs"))
+    assert got["o3"] + got["claude-sonnet-4.5"] == Decimal(11)  # the logged cost, shared
+    assert abs(got["o3"] - Decimal(11) * 40 / 55) < Decimal("1e-8")  # $40 against sonnet's $15, not $8
+
+
 def test_store_rows_win_over_the_messages_of_their_leg(tmp_path):
     home = _home(tmp_path, [_ev("user.message", {"content": "a"}), _msg(40)])
     con = sqlite3.connect(home / "session-store.db")

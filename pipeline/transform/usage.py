@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import date
 from decimal import Decimal
 
 import orjson
@@ -584,8 +585,7 @@ def _session_legs(sid: str, legs: list[dict], s: dict, has_tokens: bool, version
             for model, at in msg_at.items():
                 p = parts[model or UNKNOWN_MODEL]
                 p.used_at = _later(p.used_at, at)
-            running, running_premium = _checkpoint_costs(parts, msgs, cks, running, running_premium,
-                                                         bool(leg["is_auto"]))
+            running, running_premium = _checkpoint_costs(parts, msgs, cks, running, running_premium)
             running_is_total = running_is_total or bool(cks)
         for model, p in sorted(parts.items()):
             if p.requests or any(p.tokens.values()) or p.nano or any(v for v, _ in p.nano_parts):
@@ -674,7 +674,7 @@ def _later(a: object, b: object):
 
 
 def _checkpoint_costs(parts: dict[str, _Part], msgs: list[dict], cks: list[dict], base: float | None,
-                      base_premium: float | None, auto: bool):
+                      base_premium: float | None):
     """Attribute the cost between usage checkpoints to the models whose requests fall between them.
     Returns the running totals after the leg."""
     by_interval: dict[int, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
@@ -702,7 +702,7 @@ def _checkpoint_costs(parts: dict[str, _Part], msgs: list[dict], cks: list[dict]
             p = parts.setdefault(model, _Part())
             p.nano_parts.append((delta, "logged"))
             continue
-        weights = _weights(models, auto)
+        weights = _weights(models, ck["at"].date() if ck["at"] else None)
         kind = "logged" if len(models) == 1 else "estimated"
         for model, w in weights.items():
             parts[model].nano_parts.append((delta * w, kind))
@@ -715,15 +715,17 @@ def _checkpoint_costs(parts: dict[str, _Part], msgs: list[dict], cks: list[dict]
     return (prev if cks else base), (prev_premium if cks else base_premium)
 
 
-def _weights(models: dict[str, list[dict]], auto: bool) -> dict[str, float]:
-    """How the cost of an interval with several models is shared: by the price of their output
-    (output tokens at each model's output rate), else by output tokens, else by requests."""
+def _weights(models: dict[str, list[dict]], day: date | None) -> dict[str, float]:
+    """How the cost of an interval with several models is shared: by the price of their output (output tokens
+    at each model's output rate on ``day``, the day the checkpoint logged the cost - not the day of the ingest,
+    which made the share of the same logs change with the date they were read on), else by output tokens, else
+    by requests."""
     def share(values: dict[str, float]) -> dict[str, float] | None:
         total = sum(values.values())
         return {k: v / total for k, v in values.items()} if total > 0 else None
 
     out = {m: sum(r["output_tokens"] or 0 for r in rs) for m, rs in models.items()}
-    priced = {m: out[m] * float(rt.output) for m in models if (rt := prices.rates(m)) is not None}
+    priced = {m: out[m] * float(rt.output) for m in models if (rt := prices.rates(m, day)) is not None}
     return ((share(priced) if len(priced) == len(models) else None) or share(out)
             or share({m: len(rs) for m, rs in models.items()}))
 
