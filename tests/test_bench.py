@@ -54,6 +54,28 @@ def test_each_figure_is_the_median_of_the_rounds_and_each_ratio_of_the_rounds_ow
     assert "median of 3 rounds" in bench.markdown({("events", 100): rows})
 
 
+def test_the_lift_takes_what_the_warehouse_stores_of_each_event(tmp_path, capsys):
+    # tools.lift_floor's query is a lower bound of a DuckDB-first reader only if it lifts what the readers keep:
+    # one row per event, and each tool output's length and MD5 as stg_events holds them
+    import duckdb
+
+    from pipeline.ingest import ingest
+    from tools import lift_floor
+
+    corpus = bench.generate(tmp_path / "corpus", 1)
+    logs = str(corpus / "copilot-home" / "session-state" / "*" / "events.jsonl")
+    n, _content, _args, _extra, chars, n_md5, _head, _whole = duckdb.sql(
+        lift_floor.LIFT_SQL.replace("?", "'" + logs + "'")).fetchone()
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [corpus / "copilot-home"])
+    with duckdb.connect(str(wh), read_only=True) as con:
+        stored = con.execute("select count(*), sum(result_chars), count(result_md5) from stg_events "
+                             "where source_kind = 'events'").fetchone()
+    assert (n, chars, n_md5) == stored and n > 100 and n_md5 > 10
+    assert lift_floor.main([str(corpus), "--rounds", "1"]) == 0
+    assert "lift / floor: " in capsys.readouterr().out
+
+
 def test_a_steps_cpu_time_counts_the_processes_it_started():
     # the ingest reads on worker processes: their CPU time is the step's too. The child burns 0.3 s
     # of CPU (process time, not wall time), its parent next to none
