@@ -456,7 +456,7 @@ def _cpu(row: dict) -> str:
 def verdict(rows: list[dict]) -> dict[str, str]:
     """Each target with the measured value and whether it is met; a target one of whose steps failed is
     "not measured" (a failed step's seconds and peak RSS are those of its failure, not of the work)."""
-    full, noop, grown, report = (rows[i]["seconds"] for i in (2, 3, 4, 5))
+    full = rows[2]["seconds"]
     # of the full ingest: the median of the rounds' ratios (``combine``), else of the seconds given
     share = {i: rows[i].get("x_full", rows[i]["seconds"] / full if full else 0.0) for i in (3, 4, 5)}
     rss = max(r["rss_mb"] for r in rows[2:])
