@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -308,6 +309,18 @@ def bench(corpus: Path, out: Path, rounds: int = ROUNDS) -> list[dict]:
     return combine(measured, logs_mb)
 
 
+QUERY = "import duckdb,sys; c=duckdb.connect(); c.execute(sys.argv[1], [sys.argv[2]]).fetchall()"  # SQL, a glob
+
+
+def warm(paths: Iterable[Path]) -> None:
+    """The files read once, so that a step starts with them in the page cache."""
+    for p in sorted(paths):
+        if p.is_file():
+            with open(p, "rb") as fh:
+                while fh.read(1 << 24):
+                    pass
+
+
 def _round(corpus: Path, out: Path) -> list[dict]:
     """One round of the steps (a)-(f): a new warehouse, naive database and report folder each time (a report
     into the folder of the round before rendered again only what changed: nothing)."""
@@ -325,14 +338,8 @@ def _round(corpus: Path, out: Path) -> list[dict]:
         secs, rss, cpu, code = run(cmd)
         steps.append({"step": name, "seconds": secs, "rss_mb": rss, "cpu_s": cpu, "ok": code == 0})
 
-    for p in sorted(corpus.rglob("*")):  # every step starts with the corpus in the page cache
-        if p.is_file():
-            with open(p, "rb") as fh:
-                while fh.read(1 << 24):
-                    pass
-    step("(a) floor: DuckDB parses every events.jsonl",
-         [py, "-c", "import duckdb,sys; c=duckdb.connect(); c.execute(sys.argv[1], [sys.argv[2]]).fetchall()",
-          FLOOR_SQL, glob])
+    warm(corpus.rglob("*"))  # every step starts with the corpus in the page cache
+    step("(a) floor: DuckDB parses every events.jsonl", [py, "-c", QUERY, FLOOR_SQL, glob])
     step("(b) naive loader: json.loads per line into SQLite",
          [py, "-c", NAIVE, str(home / "session-state"), str(out / "naive.sqlite")])
     ingest = [py, "-m", "pipeline", "ingest", "--copilot-home", str(home), "--vscode-user", str(user),
@@ -404,9 +411,7 @@ def bench_real(out: Path, root: Path = REAL, runs: int = REAL_RUNS) -> dict | No
     out.mkdir(parents=True, exist_ok=True)
     wh = out / "real.duckdb"
     ingest = [sys.executable, "-m", "pipeline", "ingest", *sources, "--warehouse", str(wh), "--quiet"]
-    for p in root.rglob("*"):  # in the page cache, as the corpora are
-        if p.is_file():
-            p.read_bytes()
+    warm(root.rglob("*"))  # in the page cache, as the corpora are
     full = []
     for _ in range(runs):
         for p in out.glob("real.duckdb*"):

@@ -19,17 +19,15 @@ import json
 import sys
 from pathlib import Path
 
-from tools.bench import FLOOR_SQL, _median, run
+from pipeline.extract.events import _LIFTED
+from tools.bench import FLOOR_SQL, QUERY, _median, run, warm
 
-_LIFTED = ("content", "model", "interactionId", "turnId", "toolCallId", "toolName", "name", "arguments", "success",
-           "error", "result", "parentToolCallId", "mcpServerName", "outputTokens", "requestId", "toolRequests",
-           "apiCallId")
 _TEXTS = ("$.type", "$.id", "$.parentId", "$.timestamp", "$.agentId", "$.data.content", "$.data.model",
           "$.data.interactionId", "$.data.turnId", "$.data.toolCallId", "$.data.toolName", "$.data.name",
           "$.data.parentToolCallId", "$.data.mcpServerName", "$.data.requestId", "$.data.apiCallId",
           "$.data.serviceRequestId", "$.data.error.message")
 _VALUES = ("$.data.arguments", "$.data.result", "$.data.success", "$.data.outputTokens", "$.data.toolRequests")
-_REMOVED = json.dumps(dict.fromkeys(_LIFTED))  # a merge patch that drops the lifted keys
+_REMOVED = json.dumps(dict.fromkeys(sorted(_LIFTED)))  # a merge patch that drops the keys the reader lifts
 
 LIFT_SQL = f"""
 select count(*), sum(length(texts[6])), sum(length(arguments)), sum(length(extra)), sum(result_chars),
@@ -47,23 +45,17 @@ from (
 )
 """
 
-_QUERY = "import duckdb,sys; c=duckdb.connect(); c.execute(sys.argv[1], [sys.argv[2]]).fetchall()"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.lift_floor", description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus", type=Path, help="a folder with copilot-home/session-state/*/events.jsonl")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
     logs = str(args.corpus / "copilot-home" / "session-state" / "*" / "events.jsonl")
-    for path in sorted(args.corpus.glob("copilot-home/session-state/*/events.jsonl")):  # in the page cache first
-        with open(path, "rb") as fh:
-            while fh.read(1 << 24):
-                pass
+    warm(args.corpus.glob("copilot-home/session-state/*/events.jsonl"))  # in the page cache first
     ratios, cpu_ratios = [], []
     for k in range(max(1, args.rounds)):
-        floor = run([sys.executable, "-c", _QUERY, FLOOR_SQL, logs])
-        lift = run([sys.executable, "-c", _QUERY, LIFT_SQL, logs])
+        floor = run([sys.executable, "-c", QUERY, FLOOR_SQL, logs])
+        lift = run([sys.executable, "-c", QUERY, LIFT_SQL, logs])
         if floor[3] or lift[3]:
             print(f"round {k + 1}: a query failed (floor exit {floor[3]}, lift exit {lift[3]})", file=sys.stderr)
             return 1
