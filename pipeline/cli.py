@@ -12,7 +12,6 @@ import logging
 import os
 import re
 import sys
-from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -98,8 +97,8 @@ def _parser() -> argparse.ArgumentParser:
                                         "for BI tools",
                          description="Writes OUT/site/ (a static HTML site: open site/index.html, or `serve` it), "
                                      "OUT/wiki/ (markdown) and OUT/parquet/ (every table, for BI tools).")
-    rep.add_argument("--warehouse", default=None, help=f"DuckDB file (default {DEFAULT_WAREHOUSE}; with --lake: "
-                                                       "the local copy of the lake, default in ~/.cache)")
+    rep.add_argument("--warehouse", default=None, help=f"DuckDB file (default {DEFAULT_WAREHOUSE}; not with --lake: "
+                                                       "the lake is read where it is)")
     _lake_argument(rep)
     rep.add_argument("--out", default="data", type=Path, help="output folder: parquet/, wiki/ and site/ "
                                                               "(default data/)")
@@ -181,6 +180,13 @@ def _parser() -> argparse.ArgumentParser:
     pu.add_argument("--force", action="store_true",
                     help="with --metrics-only: replace sessions this machine pushed with their text by their "
                          "figures alone (refused without it)")
+    pu.add_argument("--no-refresh", action="store_true",
+                    help="leave the lake's models as they are (a later push, `lake-refresh` or `report --lake` "
+                         "brings them up to date)")
+
+    lr = sub.add_parser("lake-refresh", help="team mode: bring the models stored in the lake up to date with its "
+                                             "latest push (a push does this itself unless --no-refresh)")
+    lr.add_argument("--lake", required=True, metavar="CATALOG", help="the lake's catalog, as for push")
 
     lm = sub.add_parser("lake-maintain", help="team mode: merge the lake's small parquet files, expire snapshots "
                                               "older than 7 days and delete the files nothing refers to (a push "
@@ -212,6 +218,7 @@ EXAMPLES = {
     "push": ["python -m pipeline push --lake team.sqlite --data-path /shared/lake   # the first push",
              "python -m pipeline push --lake team.sqlite --metrics-only"],
     "lake-maintain": ["python -m pipeline lake-maintain --lake team.sqlite   # e.g. nightly, from any one machine"],
+    "lake-refresh": ["python -m pipeline lake-refresh --lake team.sqlite   # after pushes with --no-refresh"],
 }
 # help of the options several verbs share, where a verb gives none of its own
 _SHARED_HELP = {
@@ -237,16 +244,15 @@ def _lake_argument(parser: argparse.ArgumentParser) -> None:
                                                           "warehouse (models built over every push)")
 
 
-def _warehouse(args: argparse.Namespace) -> str | Path:
-    """The warehouse a reading verb reads: this machine's, or the local copy of the lake (refreshed
-    when the lake changed)."""
+def _warehouse(args: argparse.Namespace) -> str | Path | object:
+    """The warehouse a reading verb reads: this machine's, or the lake read in place (``lake.Lake``, pinned at its
+    latest snapshot; its models brought up to date first when pushes left them behind)."""
     if getattr(args, "lake", None):
-        from .lake import lake_warehouse
-        return lake_warehouse(args.lake, args.warehouse, hold=_HELD)  # read until the verb ends
+        from .lake import LakeError, reading
+        if args.warehouse:
+            raise LakeError("--lake reads the lake where it is: leave --warehouse out")
+        return reading(args.lake, refresh_models=True)
     return args.warehouse or default_warehouse()
-
-
-_HELD = ExitStack()  # what a verb holds while it runs (a shared lock on the lake's copy it reads), closed by main
 
 
 def _reader(args: argparse.Namespace):
@@ -287,10 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         verbs = {"ingest": cmd_ingest, "report": cmd_report, "demo": cmd_demo, "query": cmd_query,
                  "search": cmd_search, "models": cmd_models, "usage": cmd_usage, "push": cmd_push,
-                 "lake-maintain": cmd_lake_maintain,
+                 "lake-maintain": cmd_lake_maintain, "lake-refresh": cmd_lake_refresh,
                  "serve": cmd_serve, "sources": cmd_sources, "mcp": cmd_mcp}
-        with _HELD:
-            return verbs[args.verb](args)
+        return verbs[args.verb](args)
     except (SourceError, WarehouseError, LakeError, ExtensionError, OutputError, ServeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -337,6 +342,12 @@ def _failure(args: argparse.Namespace, exc: BaseException) -> int:
     if isinstance(exc, SystemExit):
         raise exc
     kept = _WRITERS.get(args.verb, "")
+    if getattr(args, "lake", None) and args.verb != "push":  # a data file of the lake that cannot be read: which
+        from .lake import read_error
+
+        if (unreadable := read_error(args.lake, exc)) is not None:
+            print(f"error: {unreadable}" + (f"; {kept}" if kept else ""), file=sys.stderr)
+            return 2
     text = " ".join(str(exc).split())
     folder = getattr(exc, "filename", None) or _target(args)
     if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "No space left on device" in text:
@@ -518,7 +529,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_push(args: argparse.Namespace) -> int:
     from .lake import push
     summary = push(args.warehouse or default_warehouse(), args.lake, data_path=args.data_path,
-                   machine=args.machine, user=args.user, metrics_only=args.metrics_only, force=args.force)
+                   machine=args.machine, user=args.user, metrics_only=args.metrics_only, force=args.force,
+                   refresh_models=not args.no_refresh)
+    if not args.quiet:
+        print(summary.line(args.lake))
+    return 0
+
+
+def cmd_lake_refresh(args: argparse.Namespace) -> int:
+    from .lake import refresh
+    summary = refresh(args.lake)
     if not args.quiet:
         print(summary.line(args.lake))
     return 0

@@ -8,9 +8,11 @@ new or its rows changed since the last push from this machine (a digest of its r
 pushing twice changes nothing. Each push is one DuckLake transaction, retried when another machine's
 push committed first; a push that is killed leaves no trace.
 
-``lake_warehouse`` reads the whole lake into a local DuckDB warehouse (rebuilt only when the lake
-has a newer snapshot) and builds the models there, so ``report --lake``, ``query --lake`` and
-``usage --lake`` run the same SQL as on one machine.
+The models live in the lake too (``refresh``): after a push, they are brought up to date from the
+sessions it changed, in the lake's schema of this version's models. ``report --lake``, ``query --lake``
+and ``usage --lake`` read the lake where it is (``lake_reader``: every table of a warehouse by its name,
+the star as views of the lake's parquet files, the models as its model tables), so they run the same SQL
+as on one machine with no copy of the lake on disk.
 """
 
 from __future__ import annotations
@@ -21,11 +23,9 @@ import logging
 import os
 import random
 import re
-import shutil
 import socket
 import subprocess
 import time
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,23 +34,19 @@ import duckdb
 
 from . import extensions
 from .checks import ChecksFailed, run_checks
-from .models import load_models, models_digest, projects_of, run_models
+from .models import ModelError, load_models, models_digest, projects_of, run_models
 from .schema import ALL_TABLES, STAR, TABLES
 from .warehouse import (
     LOCK_WAIT,
     VIEW_SQL,
     WarehouseBusy,
     check_file,
-    connect,
-    ensure_schema,
     key_table,
     locked,
     may_read,
     memory_limit,
     memory_limit_unless_set,
-    meta,
     quiet,
-    set_meta,
     transaction,
 )
 
@@ -228,12 +224,17 @@ class PushSummary:
     n_attempts: int = 0
     seconds: float = 0.0
     maintained: MaintainSummary | None = None
+    refreshed: RefreshSummary | None = None
+    refresh_error: str | None = None  # the push is in the lake, its models were not refreshed: why
 
     def line(self, catalog: str) -> str:
         return (f"push to {describe(catalog)} as {self.user_name} on {self.machine_id}: "
                 f"{self.n_sessions_new} new sessions, {self.n_sessions_changed} changed, "
                 f"{self.n_sessions_unchanged} unchanged; {self.n_rows} rows in {self.seconds:.1f}s"
-                + (f"\n{self.maintained.line(catalog)}" if self.maintained else ""))
+                + (f"\n{self.maintained.line(catalog)}" if self.maintained else "")
+                + (f"\n{self.refreshed.line(catalog)}" if self.refreshed else "")
+                + (f"\nthe models were not refreshed: {self.refresh_error} (`lake-refresh` tries again)"
+                   if self.refresh_error else ""))
 
 
 @dataclass
@@ -242,13 +243,16 @@ class MaintainSummary:
     files_after: int = 0
     snapshots_expired: int = 0
     files_deleted: int = 0
+    models_dropped: int = 0  # model schemas of versions nobody refreshed for longer than ``keep``
     seconds: float = 0.0
     keep: str = KEEP
 
     def line(self, catalog: str) -> str:
         return (f"maintained {describe(catalog)}: {self.files_before:,} data files merged into {self.files_after:,}, "
                 f"{self.snapshots_expired:,} snapshots older than {self.keep} expired, {self.files_deleted:,} "
-                f"files deleted in {self.seconds:.1f}s")
+                "files deleted" + (f", the models of {self.models_dropped} other version"
+                                   + ("s" if self.models_dropped != 1 else "") + " dropped"
+                                   if self.models_dropped else "") + f" in {self.seconds:.1f}s")
 
 
 def _digests(con: duckdb.DuckDBPyConnection, metrics_only: bool) -> dict[str, str]:
@@ -272,8 +276,12 @@ def _select(table: str, metrics_only: bool) -> str:
 
 
 def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = None, machine: str | None = None,
-         user: str | None = None, metrics_only: bool = False, force: bool = False) -> PushSummary:
-    """Copy the sessions of ``warehouse`` that are new or changed since this machine's last push into the lake."""
+         user: str | None = None, metrics_only: bool = False, force: bool = False,
+         refresh_models: bool = True) -> PushSummary:
+    """Copy the sessions of ``warehouse`` that are new or changed since this machine's last push into the lake,
+    then (``refresh_models``) bring the lake's models up to date with it (``refresh``). A refresh that fails leaves
+    the push as it is (committed) and is said in the summary: the next push, `lake-refresh` or `report --lake` does
+    it."""
     started = time.perf_counter()
     summary = PushSummary(machine or default_machine(), user or default_user())
     if not Path(warehouse).exists():
@@ -321,6 +329,13 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
                 log.info("maintenance left to a later push: %s", str(exc).splitlines()[0])
     finally:
         con.close()
+    if refresh_models and summary.n_sessions_new + summary.n_sessions_changed:
+        try:
+            summary.refreshed = refresh(catalog, summary.machine_id)
+        except (LakeError, ChecksFailed, ModelError, duckdb.Error) as exc:
+            summary.refresh_error = " ".join(str(exc).split())[:300]
+            log.warning("the push is in the lake, but its models were not refreshed: %s (`lake-refresh` tries "
+                        "again)", summary.refresh_error)
     summary.seconds = time.perf_counter() - started
     log.info(summary.line(catalog))
     return summary
@@ -368,10 +383,27 @@ def _maintain(con: duckdb.DuckDBPyConnection, keep: str = KEEP) -> MaintainSumma
     deleted = con.execute(f"call ducklake_cleanup_old_files('lake', older_than => now() - interval '{keep}')"
                           ).fetchall()
     out.files_deleted = len(deleted)
+    out.models_dropped = _drop_stale_models(con, keep)
     out.files_after = _data_files(con)
     out.seconds = time.perf_counter() - started
     log.info(out.line("the lake"))
     return out
+
+
+def _drop_stale_models(con: duckdb.DuckDBPyConnection, keep: str) -> int:
+    """Drop the model schemas of other versions than this one that nothing refreshed for longer than ``keep`` (a
+    version nobody on the team runs any more); a version that comes back builds its models whole again."""
+    if not _has_table(con, "lake_models"):
+        return 0
+    mine = models_digest()
+    stale = [r[0] for r in con.execute(
+        f"select models_digest from lake.lake_models group by 1 having max(refreshed_at) < now() - interval '{keep}'"
+    ).fetchall() if r[0] != mine and re.fullmatch(r"[0-9a-f]+", r[0] or "")]
+    for digest in stale:
+        with transaction(con):
+            con.execute(f'drop schema if exists lake."{models_schema(digest)}" cascade')
+            con.execute("delete from lake.lake_models where models_digest = ?", [digest])
+    return len(stale)
 
 
 def _push_once(con: duckdb.DuckDBPyConnection, summary: PushSummary, local: dict[str, str],
@@ -427,115 +459,298 @@ def _push_once(con: duckdb.DuckDBPyConnection, summary: PushSummary, local: dict
         summary.n_sessions_unchanged, metrics_only, round(time.perf_counter() - started, 3)])
 
 
-# ------------------------------------------------------------------------------------ reading the lake
-def default_cache(catalog: str) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    digest = hashlib.sha256(attach_uri(catalog).encode()).hexdigest()[:12]
-    return Path(base) / "copilot-warehouse" / f"lake-{digest}.duckdb"
+# ------------------------------------------------------------------------------------ the lake's models
+# The models of a lake live in it: schema ``models_<digest>`` of the lake holds every model table, built by these
+# models (``models.models_digest``: a version with other models or columns has a schema of its own, so two versions
+# on one team never rebuild each other's), over the latest push of each session. ``lake_models`` records each
+# refresh: the snapshot of the star it read. A refresh and its record are one transaction, so a reader that reads
+# both at one snapshot reads models made from the star it pins (``lake_reader``).
+REFRESH_SHARE = 0.25  # past this share of the sessions changed since the last refresh, the models are built whole
+# DuckDB's memory while the models are built (unless $COPILOT_WAREHOUSE_MEMORY says): below the usual 512 MB, so that
+# the process that builds them, Python and the model build's own allocations included, stays under 1 GB
+REFRESH_MEMORY = "384MB"
+APART_SESSIONS = 10_000  # from this many sessions in the lake, a report's refresh runs in a process of its own
 
 
-def lake_warehouse(catalog: str, path: str | Path | None = None, hold: ExitStack | None = None) -> Path:
-    """A local warehouse holding the whole lake, with the models built over it; rebuilt only when the
-    lake has a snapshot newer than the one it was built from. A session pushed by several machines
-    (a home copied between them) counts once: the latest push's rows. ``hold``: the copy is read until it
-    closes (a shared lock on it: a refresh meanwhile is written beside it, not in it)."""
-    path = Path(path) if path else default_cache(catalog)
-    con = _connect()
+def models_schema(digest: str | None = None) -> str:
+    """The lake schema that holds the models of ``digest`` (default: this version's)."""
+    return f"models_{digest or models_digest()}"
+
+
+@dataclass
+class RefreshSummary:
+    star_snapshot: int = 0  # the lake snapshot the models now follow
+    n_sessions: int = 0  # sessions whose rows the refresh followed (every session, when built whole)
+    full: bool = False  # built whole: the first refresh, another version's models, too much changed
+    up_to_date: bool = False  # nothing changed since the last refresh: nothing written
+    n_attempts: int = 0
+    seconds: float = 0.0
+
+    def line(self, catalog: str) -> str:
+        if self.up_to_date:
+            return f"the models of {describe(catalog)} follow its latest push (snapshot {self.star_snapshot})"
+        how = "built whole over" if self.full else "refreshed for"
+        return (f"the models of {describe(catalog)} {how} {self.n_sessions:,} session"
+                f"{'s' if self.n_sessions != 1 else ''} (snapshot {self.star_snapshot}) in {self.seconds:.1f}s")
+
+
+def _snapshot(con: duckdb.DuckDBPyConnection) -> int:
+    return int(con.execute("select max(snapshot_id) from ducklake_snapshots('lake')").fetchone()[0])
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, table: str, schema: str = "main") -> bool:
+    return bool(con.execute("select count(*) from information_schema.tables where table_catalog = 'lake' "
+                            "and table_schema = ? and table_name = ?", [schema, table]).fetchone()[0])
+
+
+def _refreshed_from(con: duckdb.DuckDBPyConnection, digest: str, at: int | None = None) -> int | None:
+    """The star snapshot the lake's models of ``digest`` were last refreshed from, as the lake was at snapshot
+    ``at`` (default: now); None when they never were."""
+    if not _has_table(con, "lake_models"):
+        return None
+    version = f" at (version => {int(at)})" if at is not None else ""
     try:
-        attach(con, catalog, read_only=True)
-        snapshot = str(con.execute("select max(snapshot_id) from ducklake_snapshots('lake')").fetchone()[0])
-        snapshot += ":" + models_digest()  # a version with other models or columns rebuilds the copy
-        has_tables = con.execute("select count(*) from information_schema.tables where table_catalog = 'lake' "
-                                 "and table_name = 'lake_sessions'").fetchone()[0]
-        n_sessions = con.execute("select count(*) from lake.lake_sessions").fetchone()[0] if has_tables else 0
-    finally:
-        con.close()
-    if not has_tables:
-        raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
-    with _building(path):  # two `report --lake` at once: one builds the copy, the other waits and reads it
-        have = _copy_snapshot(path)
-        if have != snapshot and not _refresh_copy(catalog, path, have, snapshot):
-            _build_copy(catalog, path, snapshot, n_sessions)
-        if hold is not None:  # read from here on: a refresh meanwhile leaves this copy as it is
-            hold.enter_context(_reading(path))
-    return path
+        found = con.execute(f"select max(star_snapshot) from lake.lake_models{version} where models_digest = ?",
+                            [digest]).fetchone()[0]
+    except duckdb.Error:  # the table did not exist yet at ``at``
+        return None
+    return None if found is None else int(found)
 
 
-REFRESH_SHARE = 0.25  # past this share of the lake's sessions changed since the copy, it is built anew
-
-
-def _refresh_copy(catalog: str, path: Path, have: str | None, snapshot: str) -> bool:
-    """Bring the copy from the lake snapshot it holds to ``snapshot`` by what changed between them: the sessions
-    whose ``lake_sessions`` rows a push added or deleted since (DuckLake's table changes) get their rows anew,
-    and the models are rebuilt for those sessions alone (as an ingest does for the sessions it changed).
-    False - build the copy anew - when there is no copy, the models or columns changed, the copy's snapshot
-    has been expired, or too much changed. The copy is refreshed in place, in one transaction, when no process
-    reads it; else in a file beside it that replaces it when done, so a report reading it meanwhile reads the
-    one before (``_updating``)."""
-    if not have or have.split(":")[1:] != snapshot.split(":")[1:]:
-        return False
-    old, new = int(have.split(":")[0]), int(snapshot.split(":")[0])
-    con = _connect()
+def _changed_since(con: duckdb.DuckDBPyConnection, old: int, new: int) -> list[str] | None:
+    """The sessions that pushes after snapshot ``old`` up to ``new`` added, replaced or deleted (DuckLake's table
+    changes of ``lake_sessions``); None when that is not known any more (``old`` was expired)."""
+    if old >= new:
+        return []
     try:
-        attach(con, catalog, read_only=True)
-        try:
-            changed = [r[0] for r in con.execute(
-                "select distinct session_id from ducklake_table_changes('lake', 'main', 'lake_sessions', ?, ?)",
-                [old + 1, new]).fetchall()]
-        except duckdb.Error as exc:  # e.g. the copy's snapshot was expired: what changed is not known
-            log.info("the lake's copy is built anew: %s", str(exc).splitlines()[0])
-            return False
-        n_sessions = con.execute("select count(*) from lake.lake_sessions").fetchone()[0]
-    finally:
-        con.close()
-    if len(changed) > REFRESH_SHARE * n_sessions:
-        return False
-    with _updating(path) as con:
-        attach(con, catalog, read_only=True)
-        before = projects_of(con, changed)  # a session can move: its old project's model rows change too
-        scope = key_table(con, "_refreshed", changed)
-        for table in LAKE_TABLES:
-            con.execute(f'delete from "{table}" where coalesce(session_id, \'\') in {scope}')
-        _fill_from_lake(con, catalog, f"select * from ({_CHOSEN}) where session_id in {scope}")
-        con.execute('drop table "_refreshed"')
-        _models_and_checks(con, snapshot, sorted(s for s in changed if s), before)
-    log.info("the lake's copy refreshed from snapshot %d to %d: %d sessions changed", old, new, len(changed))
-    return True
+        return sorted({r[0] for r in con.execute(
+            "select distinct session_id from ducklake_table_changes('lake', 'main', 'lake_sessions', ?, ?)",
+            [old + 1, new]).fetchall()})
+    except duckdb.Error as exc:
+        log.info("what changed in the lake since snapshot %d is not known: %s", old, str(exc).splitlines()[0])
+        return None
 
 
-_CHOSEN = """
+def _chosen(at: int) -> str:
+    """The latest push of each session at snapshot ``at`` (a home copied between machines counts once)."""
+    return f"""
 select machine_id, session_id from (
     select machine_id, session_id, row_number() over (
         partition by session_id order by pushed_at desc, machine_id) as rn
-    from lake.lake_sessions) where rn = 1"""  # the latest push of each session (a copied home counts once)
+    from lake.main.lake_sessions at (version => {int(at)})) where rn = 1"""
 
 
-def lake_reader(catalog: str) -> duckdb.DuckDBPyConnection:
-    """A connection that reads the lake in place: no copy on disk, memory bounded by DuckDB's limit (as
-    a warehouse's). Every table of a warehouse is there by its name: the star tables are views over the
-    lake's parquet files (the latest push of each session; filters and aggregates reach the files), the
-    models views of their SQL over them (computed when a query names them), every other table empty.
-    ``query --lake`` and ``usage --lake`` read it; ``report --lake`` still builds the local copy."""
+def _star_views(con: duckdb.DuckDBPyConnection, at: int) -> None:
+    """Each star table in this connection's own database, as a view of the lake's rows at snapshot ``at`` of the
+    latest push of each session (filters and aggregates reach the parquet files). A column this version declares
+    that the lake has not got yet (no push of this version so far) reads as NULL."""
+    con.execute(f"create or replace temp table _lake_chosen as {_chosen(at)}")
+    for table in LAKE_TABLES:
+        version = f"at (version => {int(at)})"
+        have = set(con.sql(f'select * from lake."{table}" {version} limit 0').columns)
+        cols = ", ".join(f't."{c.name}"' if c.name in have else f'null::{c.type} as "{c.name}"'
+                         for c in TABLES[table].columns)
+        con.execute(f'create or replace view memory.main."{table}" as select {cols} from lake.main."{table}" as t '
+                    f"{version} semi join temp.main._lake_chosen as c "
+                    "on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
+
+
+def refresh(catalog: str, machine: str | None = None) -> RefreshSummary:
+    """Bring the lake's models (this version's) up to date with its latest push: the models of the sessions that
+    pushes changed since the last refresh, and of the projects they belong to now and belonged to then (as an
+    ingest does for the sessions it changed); built whole the first time, or when more than REFRESH_SHARE of the
+    sessions changed, or what changed is not known (the last refresh's snapshot was expired). One DuckLake
+    transaction with its record in ``lake_models``; when another refresh committed first, this one reads again -
+    usually to find there is nothing left to do."""
+    started = time.perf_counter()
+    con = _connect()
+    try:
+        con.execute("set TimeZone = 'UTC'")
+        con.execute(f"set memory_limit = '{memory_limit_unless_set(REFRESH_MEMORY)}'")
+        attach(con, catalog)
+        if not _has_table(con, "lake_sessions"):
+            raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
+        for attempt in range(1, RETRIES + 1):
+            summary = RefreshSummary(n_attempts=attempt)
+            try:
+                _refresh_once(con, catalog, summary, machine or default_machine(), started)
+                break
+            except duckdb.TransactionException as exc:  # another refresh (or a maintenance) committed first
+                if not re.search(r"conflict|failed to commit|locked", str(exc), re.IGNORECASE):
+                    raise
+                if attempt == RETRIES:
+                    raise LakeError(f"the lake's models were not refreshed after {attempt} conflicts: "
+                                    f"{str(exc).splitlines()[0]}") from exc
+                log.info("refresh conflicted with another (attempt %d); reading again", attempt)
+                time.sleep(random.uniform(0.05, 0.2) * attempt)
+    finally:
+        con.close()
+    summary.seconds = time.perf_counter() - started
+    log.info(summary.line(catalog))
+    return summary
+
+
+def _refresh_once(con: duckdb.DuckDBPyConnection, catalog: str, summary: RefreshSummary, machine: str,
+                  started: float) -> None:
+    """What changed, read first; the star views made in this connection (a DuckLake transaction writes
+    to the lake alone); then the models and their record written in one transaction."""
+    digest = models_digest()
+    schema = models_schema(digest)
+    if not _has_table(con, "lake_models"):
+        con.execute("""create table if not exists lake.lake_models (
+            models_digest VARCHAR, star_snapshot BIGINT, refreshed_at TIMESTAMPTZ, machine_id VARCHAR,
+            n_sessions INTEGER, full_build BOOLEAN, seconds DOUBLE)""")
+    now = _snapshot(con)
+    last = _refreshed_from(con, digest)
+    changed = None if last is None else _changed_since(con, last, now)
+    summary.star_snapshot = now
+    if changed == []:
+        summary.up_to_date, summary.star_snapshot = True, last
+        return
+    n_sessions = con.execute(f"select count(*) from ({_chosen(now)})").fetchone()[0]
+    summary.full = changed is None or len(changed) > REFRESH_SHARE * n_sessions
+    before: list[str] = []
+    try:
+        if not summary.full:
+            _star_views(con, last)  # the projects the changed sessions belonged to (a session can move)
+            before = projects_of(con, changed)
+        _star_views(con, now)
+    except duckdb.Error as exc:
+        raise _unreadable(catalog, None, exc) from exc
+    sessions = None if summary.full else [s for s in changed if s]
+    summary.n_sessions = n_sessions if summary.full else len(changed)
+    try:
+        with transaction(con):
+            if _refreshed_from(con, digest) != last:
+                raise duckdb.TransactionException("conflict: another refresh committed first")
+            con.execute(f'create schema if not exists lake."{schema}"')
+            con.execute(f'use lake."{schema}"')
+            con.execute(f"set search_path = 'lake.{schema},memory.main'")  # the models here, then the star views
+            try:
+                run_models(con, sessions, projects=before, temp_macros=True)
+                failures = run_checks(con, sessions=sessions)
+            except duckdb.TransactionException:
+                raise
+            except (duckdb.Error, ModelError) as exc:  # a data file of the lake that cannot be read: named
+                cause = exc.__cause__ if isinstance(exc, ModelError) else exc
+                found = _unreadable(catalog, None, cause) if isinstance(cause, duckdb.Error) else exc
+                if isinstance(found, LakeError):
+                    raise found from exc
+                raise
+            if failures:
+                raise ChecksFailed(failures)
+            con.execute("insert into lake.main.lake_models values (?, ?, ?, ?, ?, ?, ?)", [
+                digest, now, datetime.now(timezone.utc), machine, summary.n_sessions, summary.full,
+                round(time.perf_counter() - started, 3)])
+    finally:  # after the commit or the rollback (an aborted transaction takes no statement)
+        con.execute("use memory.main")
+        con.execute("reset search_path")
+
+
+def refresh_apart(catalog: str) -> RefreshSummary:
+    """``refresh`` in a process of its own (spawned), waited for: what DuckDB and the interpreter took while
+    building the models goes back to the system when that process ends, instead of staying under the report
+    that reads the lake next (in one process, a first `report --lake` of a large lake peaked above both)."""
+    import multiprocessing
+
+    from .processes import pool, stop_pool
+
+    apart = pool(1, multiprocessing.get_context("spawn"), _apart_start, (logging.getLogger().getEffectiveLevel(),))
+    try:
+        summary = apart.submit(refresh, catalog).result()
+    except BaseException:
+        stop_pool(apart)  # Ctrl-C or an error: the refresh stops now (its transaction is never committed)
+        raise
+    apart.shutdown()
+    return summary
+
+
+def _apart_start(parent: int, level: int) -> None:
+    """A process that refreshes the lake's models: a worker (``processes.worker_init``) that logs what the command
+    logs (``level``: its root logger's), to the same stderr."""
+    from .processes import log_to_stderr, worker_init
+
+    worker_init(parent)
+    log_to_stderr(level, level <= logging.INFO)
+
+
+# ------------------------------------------------------------------------------------ reading the lake
+@dataclass(frozen=True)
+class Lake:
+    """The lake as a reading verb reads it, in place of a warehouse file: ``warehouse.connect`` opens its
+    ``reader`` (``lake_reader`` at ``snapshot``, so that every process of one report reads the same lake)."""
+    catalog: str
+    snapshot: int | None = None
+
+    def reader(self) -> duckdb.DuckDBPyConnection:
+        return lake_reader(self.catalog, self.snapshot)
+
+    def __str__(self) -> str:
+        return f"the lake {describe(self.catalog)}"
+
+
+def reading(catalog: str, refresh_models: bool = False) -> Lake:
+    """The lake pinned at its latest snapshot, for a verb that reads it from several connections (``report``). With
+    ``refresh_models``, its models are first brought up to date when pushes since the last refresh left them
+    behind (a lake of APART_SESSIONS or more in a process of its own)."""
+    con = _connect()
+    try:
+        attach(con, catalog, read_only=True)
+        if not _has_table(con, "lake_sessions"):
+            raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
+        now = _snapshot(con)
+        last = _refreshed_from(con, models_digest())
+        behind = last is None or _changed_since(con, last, now) != []
+        n_sessions = con.execute("select count(*) from lake.lake_sessions").fetchone()[0] if behind else 0
+    finally:
+        con.close()
+    if behind and refresh_models:
+        (refresh_apart if n_sessions >= APART_SESSIONS else refresh)(catalog)
+    con = _connect()
+    try:
+        attach(con, catalog, read_only=True)
+        return Lake(catalog, _snapshot(con))
+    finally:
+        con.close()
+
+
+def lake_reader(catalog: str, at: int | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection that reads the lake in place, as the lake was at snapshot ``at`` (default: its latest): no
+    copy on disk, memory bounded by DuckDB's limit (as a warehouse's). Every table of a warehouse is there by its
+    name: the star tables are views over the lake's parquet files (the latest push of each session; filters and
+    aggregates reach the files); the models are the lake's own model tables when they follow its latest push
+    (the star then read at the snapshot they were refreshed from), else views of their SQL over the star
+    (computed when a query names them); every other table is empty."""
     con = _connect()
     try:
         con.execute("set TimeZone = 'UTC'")
         attach(con, catalog, read_only=True)
-        if not con.execute("select count(*) from information_schema.tables where table_catalog = 'lake' "
-                           "and table_name = 'lake_sessions'").fetchone()[0]:
+        if not _has_table(con, "lake_sessions"):
             raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
-        con.execute(f"create table _lake_chosen as {_CHOSEN}")
-        for table in LAKE_TABLES:
-            cols = ", ".join(f't."{c.name}"' for c in TABLES[table].columns)
-            con.execute(f'create view "{table}" as select {cols} from lake."{table}" as t semi join _lake_chosen '
-                        "as c on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
+        now = int(at) if at is not None else _snapshot(con)
+        digest = models_digest()
+        last = _refreshed_from(con, digest, now)
+        stored = last is not None and _changed_since(con, last, now) == []
+        if not stored:
+            log.info("the lake's models are behind its latest push (`lake-refresh` brings them up to date): "
+                     "computed as a query names them")
+        try:
+            _star_views(con, last if stored else now)
+        except duckdb.Error as exc:
+            raise _unreadable(catalog, None, exc) from exc
         models = load_models()
         views = {*LAKE_TABLES, *(m.name for m in models)}
         for t in ALL_TABLES:  # every other table, empty (no comments: this database lives for one command)
             if t.name not in views:
                 con.execute(t.create_sql())
-        for model in models:
+        schema = models_schema(digest)
+        for model in models:  # in build order: a macro after the tables it reads
             if model.layer == "macros":
                 con.execute(model.sql)
+                continue
+            if stored:
+                con.execute(f'create view "{model.name}" as select * from lake."{schema}"."{model.name}" '
+                            f"at (version => {now})")
                 continue
             cols = ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in model.table.columns)
             con.execute(f'create view "{model.name}" as select {cols} from ({model.sql})')
@@ -545,215 +760,6 @@ def lake_reader(catalog: str) -> duckdb.DuckDBPyConnection:
     except BaseException:
         con.close()
         raise
-
-
-@contextmanager
-def _building(path: Path):
-    """Exclusive use of a lake's local copy while it is checked and rebuilt (``fcntl`` where there is one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _copy_snapshot(path: Path) -> str | None:
-    """The lake snapshot the local copy holds (None: no copy yet, or an empty file). A file that holds
-    anything else - this machine's own warehouse, another database - is never replaced by the copy."""
-    if not path.exists() or path.stat().st_size == 0:
-        return None
-    con = connect(path, read_only=True)  # a SQLite or other file: one line, from check_file
-    try:
-        tables = {r[0] for r in con.execute("select table_name from information_schema.tables "
-                                            "where table_catalog = current_database()").fetchall()}
-        if not tables:
-            return None
-        snapshot = meta(con, "lake_snapshot") if "_meta" in tables else None
-        if snapshot is None:
-            ingested = "_source_files" in tables and con.execute("select count(*) from _source_files").fetchone()[0]
-            what = "this machine's own ingest" if ingested else "tables that are not a copy of a lake"
-            raise LakeError(f"{path} holds {what}: the lake's copy is never written over it; give --warehouse "
-                            "a file of its own for the copy, or leave --warehouse out (a copy in ~/.cache)")
-        return snapshot
-    finally:
-        con.close()
-
-
-# DuckDB's memory while the whole lake is copied and its models built (unless $COPILOT_WAREHOUSE_MEMORY says): below
-# the usual 512 MB, so that the process that builds it, Python and the model build's own allocations included,
-# stays under 1 GB at 1,000 machines
-COPY_MEMORY = "384MB"
-
-
-# from this many sessions in the lake, the copy is built in a process of its own (``_build_copy``)
-APART_SESSIONS = 10_000
-
-
-def _build_copy(catalog: str, path: Path, snapshot: str, n_sessions: int = 0) -> None:
-    """The whole lake into a new local warehouse, with the models built over it, in place of ``path``. With
-    ``n_sessions`` of APART_SESSIONS or more, in a process of its own: what DuckDB and the interpreter took while
-    building it goes back to the system when that process ends, instead of staying under the report that reads
-    the copy next (in one process, a first `report --lake` peaked above both the build and the report alone)."""
-    if n_sessions < APART_SESSIONS:
-        _build_copy_here(catalog, str(path), snapshot)
-    else:
-        _build_copy_apart(catalog, str(path), snapshot)
-
-
-def _build_copy_apart(catalog: str, path: str, snapshot: str) -> None:
-    """``_build_copy_here`` in a process of its own (spawned), waited for: its error is raised here."""
-    import multiprocessing
-
-    from .processes import pool, stop_pool
-
-    apart = pool(1, multiprocessing.get_context("spawn"), _apart_start, (logging.getLogger().getEffectiveLevel(),))
-    try:
-        apart.submit(_build_copy_here, catalog, path, snapshot).result()
-    except BaseException:
-        stop_pool(apart)  # Ctrl-C or an error: the build stops now (its half-built file goes with the next)
-        raise
-    apart.shutdown()
-
-
-def _apart_start(parent: int, level: int) -> None:
-    """A process that builds the lake's copy: a worker (``processes.worker_init``) that logs what the command
-    logs (``level``: its root logger's), to the same stderr."""
-    from .processes import log_to_stderr, worker_init
-
-    worker_init(parent)
-    log_to_stderr(level, level <= logging.INFO)
-
-
-def _build_copy_here(catalog: str, path: str, snapshot: str) -> None:
-    """``_build_copy`` in this process."""
-    with _writing_copy(Path(path)) as con:
-        con.execute(f"set memory_limit = '{memory_limit_unless_set(COPY_MEMORY)}'")
-        ensure_schema(con)
-        attach(con, catalog, read_only=True)
-        _fill_from_lake(con, catalog, _CHOSEN)
-        _models_and_checks(con, snapshot)
-
-
-def _readers(path: Path) -> Path:
-    """The lock file that the processes reading a lake's copy hold shared (``_reading``)."""
-    return path.with_name(path.name + ".readers")
-
-
-def _open_readers(path: Path, without: str) -> int | None:
-    """The copy's readers lock, open (None: no ``fcntl`` here, or a file that cannot be opened - a folder, no
-    permission - which is logged as what is done ``without`` it)."""
-    try:
-        import fcntl  # noqa: F401 - only where there is one
-    except ImportError:
-        return None
-    try:
-        return os.open(_readers(path), os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        log.info("the lake's copy is %s: %s: %s", without, _readers(path), exc.strerror)
-        return None
-
-
-@contextmanager
-def _reading(path: Path):
-    """A shared lock on the copy's readers lock for as long as the copy is read (``fcntl`` where there is one)."""
-    fd = _open_readers(path, "read without its readers lock")
-    if fd is None:
-        yield
-        return
-    import fcntl
-
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)
-
-
-@contextmanager
-def _updating(path: Path):
-    """A connection to the copy to bring it up to date, in one transaction: the copy itself when no process reads
-    it (the readers lock taken exclusively, without waiting), else a copy of it beside it (``_writing_copy``). In
-    place, a failure rolls the transaction back and leaves the copy as it was; beside it, the copy of the whole
-    warehouse file cost the refresh ~1 s at 50 machines, and grows with the lake."""
-    # without the lock (no fcntl, or a file that cannot be opened) nobody can be known not to read it: beside it
-    fd = _open_readers(path, "refreshed beside it")
-    try:
-        in_place = False
-        if fd is not None:
-            import fcntl
-
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                in_place = True
-            except BlockingIOError:  # a report, `serve` or `mcp` reads the copy: it keeps reading the one it has
-                log.info("the lake's copy is being read: refreshed beside it")
-        if not in_place:
-            with _writing_copy(path, start_from=path) as con:
-                yield con
-            return
-        con = connect(path)
-        try:
-            with transaction(con):
-                yield con
-        finally:
-            con.close()
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-@contextmanager
-def _writing_copy(path: Path, start_from: Path | None = None):
-    """A connection to a warehouse beside the copy (empty, or a copy of ``start_from``), in one transaction: it
-    replaces the copy when the block ends, so a report reading the copy meanwhile reads the one before, and is
-    removed (with its write-ahead log) when the block fails."""
-    tmp = path.with_name(path.name + ".building")
-    tmp.unlink(missing_ok=True)
-    if start_from is not None:
-        shutil.copyfile(start_from, tmp)
-    con = connect(tmp)
-    try:
-        with transaction(con):
-            yield con
-    except BaseException:
-        con.close()
-        for left in (tmp, tmp.with_name(tmp.name + ".wal")):
-            left.unlink(missing_ok=True)
-        raise
-    con.close()
-    tmp.replace(path)
-
-
-def _fill_from_lake(con: duckdb.DuckDBPyConnection, catalog: str, chosen: str) -> None:
-    """Each lake table's rows of the pushes ``chosen`` selects (machine_id, session_id) into the copy's table."""
-    con.execute(f"create temp table chosen as {chosen}")
-    for table in LAKE_TABLES:
-        cols = ", ".join(f't."{c.name}"' for c in TABLES[table].columns)
-        try:
-            con.execute(f'insert into "{table}" select {cols} from lake."{table}" as t join chosen as c '
-                        "on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
-        except duckdb.Error as exc:
-            raise _unreadable(catalog, table, exc) from exc
-    con.execute("drop table chosen")
-
-
-def _models_and_checks(con: duckdb.DuckDBPyConnection, snapshot: str, sessions: list[str] | None = None,
-                       projects: list[str] | tuple[str, ...] = ()) -> None:
-    """The models over the copy (of ``sessions`` only, the incremental ones, when given, and of the projects they
-    belong to now and ``projects``, those they belonged to before), the checks, and the snapshot the copy now
-    holds."""
-    run_models(con, sessions, projects=projects)
-    failures = run_checks(con, sessions=sessions)
-    if failures:
-        raise ChecksFailed(failures)
-    set_meta(con, "lake_snapshot", snapshot)
 
 
 def _unreadable(catalog: str, table: str | None, exc: duckdb.Error) -> Exception:

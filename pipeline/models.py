@@ -45,6 +45,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # an import CTE: ``x as (select * from t)``, or ``x as not materialized (...)`` where the CTE is read more than once
 # and DuckDB would copy the table before reading it (it materializes such CTEs)
 _IMPORT = re.compile(r"^(\w+) as ((?:not )?materialized )?\(\s*select \* from (\w+)\s*\)", re.MULTILINE)
+_TEMP_MACRO = re.compile(r"\bcreate\s+or\s+replace\s+macro\b", re.IGNORECASE)
 SCOPES = {"session_id": "_scope", "project_id": "_scope_projects"}  # an incremental model's key: its scope's table
 
 
@@ -151,20 +152,23 @@ def projects_of(con: duckdb.DuckDBPyConnection, sessions: list[str] | set[str]) 
 
 
 def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None,
-               root: Path | None = None, projects: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """(Re)build every macro and model; ``sessions`` limits the incremental models to the rows of
-    those sessions, and of the projects they belong to now and ``projects`` (those they belonged to
-    before the change) - None: everything. Returns the names of the models (not macros) in build order."""
+               root: Path | None = None, projects: list[str] | tuple[str, ...] = (),
+               temp_macros: bool = False) -> list[str]:
+    """(Re)build every macro and model in the connection's current schema; ``sessions`` limits the incremental
+    models to the rows of those sessions, and of the projects they belong to now and ``projects`` (those they
+    belonged to before the change) - None: everything. ``temp_macros``: the macros made in this connection alone
+    (a lake's models: its transaction writes the lake and nothing else). Returns the names of the models (not
+    macros) in build order."""
     seconds: dict[str, float] = {}  # of each model (not macro) built, in build order
     if sessions is not None:
         key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to, and their projects
         key_table(con, "_scope_projects", sorted(set(projects) | set(projects_of(con, sessions))))
-    tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = 'main' "
+    tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = current_schema() "
                                         "and database_name = current_database()").fetchall()}
     for model in load_models(root):
         started = time.perf_counter()
         try:
-            _build(con, model, sessions, model.name in tables)
+            _build(con, model, sessions, model.name in tables, temp_macros)
         except ModelError:
             raise
         except duckdb.InterruptException as exc:  # Ctrl-C during a model: an interruption, not a broken model
@@ -201,9 +205,10 @@ def narrowed(sql: str, key: str, scope: str) -> str:
     return _IMPORT.sub(narrow, sql)
 
 
-def _build(con: duckdb.DuckDBPyConnection, model: Model, sessions: list[str] | None, exists: bool = True) -> None:
+def _build(con: duckdb.DuckDBPyConnection, model: Model, sessions: list[str] | None, exists: bool = True,
+           temp_macros: bool = False) -> None:
     if model.layer == "macros":
-        con.execute(model.sql)
+        con.execute(_TEMP_MACRO.sub("create or replace temp macro", model.sql) if temp_macros else model.sql)
         return
     table = model.table
     cols = ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in table.columns)

@@ -39,6 +39,10 @@ CHUNK_BYTES = 64 * 1024 * 1024  # a table with more text than this is written in
 # DuckDB's memory for the export (unless $COPILOT_WAREHOUSE_MEMORY says): a COPY streams, and a range's sort fits
 # (19,600 sessions, 1.5 GB: peak RSS 789 MB under the usual 512 MB, 570 MB under this, in the same time)
 EXPORT_MEMORY = "256MB"
+# ... and of a lake read where it is: a parquet column chunk is decompressed whole, and a lake's row groups of 16,384
+# tool calls hold ~40 MB of output each (200 machines: 256 MB ran out reading them on two threads, 512 MB peaked at
+# ~320 MB of RSS)
+LAKE_EXPORT_MEMORY = "512MB"
 LARGE_ROWS = 10_000  # tables with fewer rows are written by one COPY
 ROW_GROUP = 4096  # rows per row group of a table written in ranges
 SPILL_BATCH = 1024 * 1024  # bytes of a range's rows written to its spill file at once
@@ -56,7 +60,8 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = Fal
     con = connect(warehouse, read_only=True)  # first: a report that cannot start leaves no empty folder
     result = TreeResult("parquet")
     try:
-        con.execute(f"set memory_limit = '{memory_limit_unless_set(EXPORT_MEMORY)}'")
+        limit = memory_limit_unless_set(LAKE_EXPORT_MEMORY if hasattr(warehouse, "reader") else EXPORT_MEMORY)
+        con.execute(f"set memory_limit = '{limit}'")
         out_dir.mkdir(parents=True, exist_ok=True)
         root = out_dir.resolve()
         tables = [r[0] for r in con.execute(
@@ -74,7 +79,7 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = Fal
             if not may_write(out_dir, target.name, target, result, force, legacy):
                 continue
             tmp = target.with_suffix(".parquet.tmp")
-            ranges = _Ranges.of(con, name, key, last.get(name), target) if key else None
+            ranges = _Ranges.of(con, name, key, last.get(name), target, limit) if key else None
             if ranges is None:
                 order = (" order by " + ", ".join(f'"{k}"' for k in key)) if key else ""
                 con.execute(f"copy (select * from \"{name}\"{order}) to '{_q(tmp)}' "
@@ -84,7 +89,7 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = Fal
                 state[name] = last[name]
                 continue
             else:
-                _write_in_ranges(con, name, key, ranges, tmp, target)
+                _write_in_ranges(con, name, key, ranges, tmp, target, limit)
             tmp.replace(target)
             result.written.append(target)
             if ranges is not None and (record := ranges.state(target)) is not None:
@@ -162,9 +167,10 @@ class _Ranges:
         return len(self.rows)
 
     @classmethod
-    def of(cls, con: duckdb.DuckDBPyConnection, name: str, key: tuple, last: object, target: Path) -> _Ranges | None:
+    def of(cls, con: duckdb.DuckDBPyConnection, name: str, key: tuple, last: object, target: Path,
+           limit: str = EXPORT_MEMORY) -> _Ranges | None:
         """The ranges of ``name`` (None when one COPY writes it); ``last``: what the last export recorded of it,
-        ``target`` the file it wrote."""
+        ``target`` the file it wrote; ``limit``: the export's memory limit."""
         import bisect
 
         import pyarrow as pa
@@ -177,7 +183,7 @@ class _Ranges:
         row = "hash(" + ", ".join(f'"{c}"' for c, _t in columns) + ")::hugeint"
         groups = con.execute(f'select "{key[0]}", sum({size}) + 64 * count(*), count(*), sum({row})::varchar '
                              f'from "{name}" group by 1 order by 1 nulls last').fetchall()
-        release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))  # what this read: not read again
+        release_cache(con, limit)  # what this read: not read again
         if sum(g[1] for g in groups) <= CHUNK_BYTES:
             return None
         form = f"1|{ROW_GROUP}|zstd|pyarrow {pa.__version__}|duckdb {duckdb.__version__}|{columns!r}"
@@ -306,7 +312,7 @@ class _Ranges:
 
 
 def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, ranges: _Ranges, tmp: Path,
-                     last_file: Path) -> None:
+                     last_file: Path, limit: str = EXPORT_MEMORY) -> None:
     """One Parquet file sorted by the whole key, written range by range: a few changed ranges are each read by
     a filter; more are read in one pass over the table, in the order it is stored, each row appended to
     its range's spill file (Arrow IPC, lz4, in a folder beside ``tmp`` removed after), then each range,
@@ -325,7 +331,7 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
     order_by = [(k, "ascending") for k in key]
     with tempfile.TemporaryDirectory(prefix=f".{name}-spill-", dir=tmp.parent) as spill:
         if not filtered:
-            _spill(con, name, ranges.which(first), set(changed), spill)
+            _spill(con, name, ranges.which(first), set(changed), spill, limit)
         # with ranges kept, the changed ones are written to a file of their own, then joined with the kept ones'
         # row groups as they are stored (``parquet_join``: 4.6 GB of text decoded and encoded again took 8.7 s)
         fresh = Path(spill) / "changed.parquet" if ranges.kept else tmp
@@ -341,7 +347,7 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
                 if filtered:
                     where, params = ranges.where(k, first)
                     part = con.execute(f'select * from "{name}" where {where}', params).to_arrow_table()
-                    release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))
+                    release_cache(con, limit)
                 else:
                     with pa.memory_map(os.path.join(spill, f"{k}.arrow")) as source:
                         part = ipc.open_stream(source).read_all()
@@ -368,7 +374,8 @@ def _write_in_ranges(con: duckdb.DuckDBPyConnection, name: str, key: tuple, rang
                 f.close()
 
 
-def _spill(con: duckdb.DuckDBPyConnection, name: str, which: tuple[str, list], only: set[int], spill: str) -> None:
+def _spill(con: duckdb.DuckDBPyConnection, name: str, which: tuple[str, list], only: set[int], spill: str,
+           limit: str = EXPORT_MEMORY) -> None:
     """The rows of the ranges ``only`` appended to their spill files (``<range>.arrow`` in ``spill``), in one read
     of the table in the order it is stored (``which``: the expression of a row's range, and its parameters)."""
     import pyarrow as pa
@@ -412,7 +419,7 @@ def _spill(con: duckdb.DuckDBPyConnection, name: str, which: tuple[str, list], o
     finally:
         for writer in spills.values():
             writer.close()
-    release_cache(con, memory_limit_unless_set(EXPORT_MEMORY))  # nor what this read
+    release_cache(con, limit)  # nor what this read
 
 
 def run_report(warehouse: str | Path, out: str | Path, progress: Callable[[str], None] | None = None,
@@ -506,7 +513,7 @@ CHUNK_SESSIONS = 250  # sessions whose page data is read and rendered at a time
 _WORKER: tuple[queries.WikiData, duckdb.DuckDBPyConnection] | None = None  # a worker's page data and warehouse
 
 
-def _worker_start(parent: int, data_file: str, warehouse: str) -> None:
+def _worker_start(parent: int, data_file: str, warehouse: str | Path) -> None:
     global _WORKER
     from .processes import worker_init
 
@@ -811,7 +818,7 @@ class PageWorkers:
                 raise
         self.data_file = fh.name
         self.pool = pool(self.workers, multiprocessing.get_context("spawn"), _worker_start,
-                         (self.data_file, str(self.warehouse)))
+                         (self.data_file, self.warehouse))
 
     def call(self, fn: Callable[..., T], *args: object) -> Callable[[], T]:
         """``fn(*args)`` on a worker without the page data (here, at once, without workers); returns

@@ -917,7 +917,6 @@ BOOKKEEPING.append(_t(
     "_meta", "one row per setting", ["key"], "What the warehouse knows about itself.",
     ("key", "VARCHAR", "`format_version`: the version of what the readers stage and the star holds; "
                        "`result_chars`: how many characters of each tool output fct_tool_calls holds (0: all); "
-                       "`lake_snapshot`: in a warehouse built from a lake, the DuckLake snapshot it holds; "
                        "`models_digest`: what the models were last built whole by (their SQL and columns): "
                        "an ingest finding another builds them whole again."),
     ("value", "VARCHAR", ""),
@@ -934,7 +933,7 @@ FORMAT_VERSION = 7  # 4: stg_events.result_head, result_chars, result_md5; _sour
 VIEWS = [_t(
     "tool_call_outputs", "one row per tool call", ["session_id", "tool_call_id"],
     "The whole output of each tool call, from the one place it is stored (stg_events; fct_tool_calls holds "
-    "its start). In a warehouse built from a lake, which has no staging rows, it is what fct_tool_calls holds.",
+    "its start). In a lake read where it is (team mode), which has no staging rows, it is what fct_tool_calls holds.",
     ("session_id", "VARCHAR", "Session."),
     ("tool_call_id", "VARCHAR", "`toolCallId`."),
     ("result_content", "VARCHAR", "The whole `result.content`, redacted."),

@@ -154,7 +154,7 @@ def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: object) -> None:
 
 
 # the whole output of each tool call, from the one place it is stored (stg_events.result_content, or its
-# result_head when that holds it whole; a warehouse built from a lake has no staging rows: there it is what
+# result_head when that holds it whole; a lake read where it is (team mode) has no staging rows: there it is what
 # fct_tool_calls holds); declared in schema.VIEWS
 VIEW_SQL = {"tool_call_outputs": """
 select c.session_id, c.tool_call_id, coalesce(e.result_content, e.result_head, c.result_content) as result_content,
@@ -252,8 +252,8 @@ def writing(path: str | Path):
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise WarehouseBusy(f"another process is writing {path} (an ingest, `models`, or a lake copy "
-                                        "being built): run again when it is done") from None
+                    raise WarehouseBusy(f"another process is writing {path} (an ingest, or `models`)"
+                                        ": run again when it is done") from None
                 time.sleep(0.02)
         yield
     finally:
@@ -313,6 +313,11 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     """A connection to the warehouse. A reader first looks at the writer's gate (``writing``) and is told the
     warehouse is busy while an ingest writes it; a writer waits up to LOCK_WAIT seconds for readers that
     have the file open (this tool's finish their query; another program's may not)."""
+    reader = getattr(path, "reader", None)
+    if reader is not None:  # a lake read where it is (``lake.Lake``), in place of a warehouse file
+        if not read_only:
+            raise WarehouseError(f"{path} is read where it is: nothing here writes it")
+        return reader()
     path = Path(path)
     if not read_only:
         try:

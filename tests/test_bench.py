@@ -156,13 +156,14 @@ def test_the_lake_bench_grows_a_lake_and_times_every_command(tmp_path):
 
     result = lake_bench.bench([2, 4], "sqlite", 1, 2, 2, tmp_path / "lake")
     steps = [(r["machines"], r["step"]) for r in result["rows"]]
-    assert (4, "query --lake: report_usage_monthly") in steps and (2, "report --lake (builds the local copy)") in steps
-    assert (2, "report --lake after a one-session push (copy refreshed)") in steps
-    assert (4, "report --lake (builds the local copy)") not in steps  # --report-max 2
+    assert (4, "query --lake: report_usage_monthly") in steps and (2, "report --lake") in steps
+    assert (2, "report --lake after a one-session push") in steps
+    assert (4, "lake-refresh (the models built whole)") in steps
+    assert (4, "report --lake") not in steps  # --report-max 2
     assert all(r["ok"] for r in result["rows"]), [r for r in result["rows"] if not r["ok"]]
     assert result["rows"][-1]["succeeded"] == 2
     per_machine = result["sessions_per_machine"]
-    # and, pushed at 2 machines, the probe's one session and the one that refreshed the report's copy
+    # and, pushed at 2 machines, the probe's one session and the one pushed before the second report
     assert result["facts"][4]["sessions"] == 4 * per_machine + 2
     con = lake._connect()
     lake.attach(con, str(tmp_path / "lake" / "lake.sqlite"), read_only=True)
@@ -171,5 +172,8 @@ def test_the_lake_bench_grows_a_lake_and_times_every_command(tmp_path):
     assert len(sessions) == 4 and {n for _m, n in sessions} == {per_machine}
     assert con.execute("select count(*) from lake.dim_sessions where machine_id = 'm00001' and "
                        "not starts_with(title, 'm00001 ')").fetchone() == (0,)
+    # the models in the lake follow its latest push: the concurrent pushes' refreshes included
+    assert con.execute("select count(distinct session_id) from lake.lake_sessions").fetchone()[0] == \
+        con.execute(f"select count(*) from lake.{lake.models_schema()}.report_session_stats").fetchone()[0]
     con.close()
     assert "| 4 |" in lake_bench.markdown(result)

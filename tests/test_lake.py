@@ -21,7 +21,6 @@ from pipeline import extensions, lake
 from pipeline.cli import main
 from pipeline.ingest import ingest
 from pipeline.schema import MODELS, STAR
-from pipeline.warehouse import connect
 
 from . import pg
 from .conftest import REPO, SAMPLE_HOME
@@ -103,6 +102,26 @@ def _equal_warehouses(a: Path, b: Path, tables: list[str]) -> list[str]:
     return differ
 
 
+def _seen(catalog: str, path: Path, computed: bool = False) -> Path:
+    """What a reader of the lake sees (``lake.lake_reader``), every star and model table, written to a DuckDB file
+    for ``_equal_warehouses``; ``computed``: the models as views of their SQL, as when the lake's stored models
+    are behind its latest push."""
+    real = lake._refreshed_from
+    if computed:
+        lake._refreshed_from = lambda *_a, **_k: None
+    try:
+        con = lake.lake_reader(catalog)
+    finally:
+        lake._refreshed_from = real
+    try:
+        con.execute(f"attach '{path}' as seen")
+        for t in [t.name for t in STAR + MODELS]:
+            con.execute(f'create table seen."{t}" as select * from "{t}"')
+    finally:
+        con.close()
+    return path
+
+
 def test_three_machines_push_at_once_and_the_lake_reports_like_one_warehouse(pg_server, machines, tmp_path):
     root, _homes, warehouses, together = machines
     catalog = pg.create_database(pg_server, f"lake_{uuid.uuid4().hex[:8]}")
@@ -129,25 +148,26 @@ def test_three_machines_push_at_once_and_the_lake_reports_like_one_warehouse(pg_
                                         ("laptop", "u-laptop", 2)]
     con.close()
 
-    # report --lake (the data path comes from the catalog): the same models as one warehouse of all three
-    copy, out = tmp_path / "lake-copy.duckdb", tmp_path / "report"
-    assert main(["report", "--lake", catalog, "--warehouse", str(copy), "--out", str(out), "--quiet"]) == 0
+    # report --lake (the data path comes from the catalog): the same models as one warehouse of all three, read
+    # from the lake where it is (the models the pushes refreshed)
+    out = tmp_path / "report"
+    assert main(["report", "--lake", catalog, "--out", str(out), "--quiet"]) == 0
+    seen = _seen(catalog, tmp_path / "seen.duckdb")
     per_person = {"report_people", "report_people_usage_weekly"}  # one person in `together`, three in the lake
-    assert _equal_warehouses(copy, together, [t.name for t in STAR + MODELS if t.name not in per_person]) == []
-    con = duckdb.connect(str(copy), read_only=True)
+    assert _equal_warehouses(seen, together, [t.name for t in STAR + MODELS if t.name not in per_person]) == []
+    con = duckdb.connect(str(seen), read_only=True)
     assert con.execute("select user_name, n_sessions, n_turns from report_people order by 1").fetchall() == [
         ("u-ci-runner", 1, 1), ("u-desktop", 2, 2), ("u-laptop", 2, 3)]
     totals = "select sum(requests), sum(output_tokens), sum(ai_credits) from report_people_usage_weekly"
     assert con.execute(totals).fetchall() == duckdb.connect(str(together), read_only=True).execute(totals).fetchall()
-    con.close()
-    assert "u-laptop" in (out / "wiki" / "people.md").read_text()
     # the shared repository is one project with every machine's sessions and files
-    con = duckdb.connect(str(copy), read_only=True)
     assert con.execute("select name, n_sessions from dim_projects where repository = 'acme/shared'").fetchall() == [
         ("shared", 4)]
     assert con.execute("select path, n_sessions from dim_files where path = 'src/parser.py'").fetchall() == [
         ("src/parser.py", 3)]
     con.close()
+    assert "u-laptop" in (out / "wiki" / "people.md").read_text()
+    assert len(list((out / "parquet").glob("*.parquet"))) > 20
 
     # pushing again changes nothing: no new snapshot
     before = _snapshot(catalog)
@@ -182,49 +202,55 @@ def test_one_persons_machines_through_local_catalog_files(machines, tmp_path):
         for m in ("laptop", "desktop"):
             assert main(["push", "--lake", str(catalog), "--data-path", str(tmp_path / f"{catalog.suffix}-data"),
                          "--warehouse", str(warehouses[m]), "--machine", m, "--user", "ana", "--quiet"]) == 0
-        copy = tmp_path / f"copy{catalog.suffix}.duckdb"
-        con = duckdb.connect(str(lake.lake_warehouse(str(catalog), copy)), read_only=True)
+        con = lake.lake_reader(str(catalog))
         assert con.execute("select user_name, n_machines, n_sessions from report_people").fetchall() == [("ana", 2, 4)]
         con.close()
 
 
-def test_a_large_lakes_copy_is_built_in_a_process_of_its_own_as_it_is_built_here(machines, tmp_path, monkeypatch,
-                                                                                  capfd, caplog):
-    """From APART_SESSIONS sessions in the lake, the copy is built in a process of its own (its memory goes back to
-    the system before the report reads the copy): every table as the copy built in this process, what the build
-    logs on the command's stderr (-v), and a failure there raised here, as the build's own error."""
+def test_a_large_lakes_models_are_refreshed_in_a_process_of_its_own_as_they_are_here(machines, tmp_path, monkeypatch,
+                                                                                     capfd, caplog):
+    """From APART_SESSIONS sessions in the lake, the refresh a report needs runs in a process of its own (its memory
+    goes back to the system before the report reads the lake): the models it stores are those computed over the
+    lake as it is, what it logs is on the command's stderr (-v), and a failure there is raised here, as its own
+    error, and stores nothing."""
     _root, _homes, warehouses, _together = machines
     catalog = str(tmp_path / "lake.duckdb")
     for m, wh in warehouses.items():
         assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse", str(wh),
-                     "--machine", m, "--user", f"u-{m}", "--quiet"]) == 0
-    here = lake.lake_warehouse(catalog, tmp_path / "here.duckdb")
-    monkeypatch.setattr(lake, "APART_SESSIONS", 5)  # this lake's sessions: the build goes to a process of its own
-    apart_builds = []
-    spawned = lake._build_copy_apart
+                     "--machine", m, "--user", f"u-{m}", "--no-refresh", "--quiet"]) == 0
+    computed = _seen(catalog, tmp_path / "computed.duckdb", computed=True)
+    monkeypatch.setattr(lake, "APART_SESSIONS", 5)  # this lake's sessions: the refresh goes to a process of its own
+    apart = []
+    spawned = lake.refresh_apart
 
     def counted(*args):
-        apart_builds.append(args)
+        apart.append(args)
         return spawned(*args)
-    monkeypatch.setattr(lake, "_build_copy_apart", counted)
+    monkeypatch.setattr(lake, "refresh_apart", counted)
     caplog.set_level(logging.INFO)  # as -v sets it
     capfd.readouterr()
-    lake.lake_warehouse(catalog, tmp_path / "apart.duckdb")
-    assert len(apart_builds) == 1
+    lake.reading(catalog, refresh_models=True)
+    assert len(apart) == 1
     assert re.search(r"^INFO pipeline\.models: \d+ models built \(full\)", capfd.readouterr().err, re.M)  # its own
-    assert _equal_warehouses(here, tmp_path / "apart.duckdb", [t.name for t in STAR + MODELS]) == []
-    # what fails in that process fails here with its error, and leaves no half-built copy: a data file gone (the
-    # sample home: enough turns that DuckLake writes them to a parquet file)
+    stored = _seen(catalog, tmp_path / "stored.duckdb")
+    assert _equal_warehouses(computed, stored, [t.name for t in STAR + MODELS]) == []
+    lake.reading(catalog, refresh_models=True)  # up to date: nothing to refresh
+    assert len(apart) == 1
+    # what fails in that process fails here with its error, and stores nothing: a data file gone (the sample home:
+    # enough turns that DuckLake writes them to a parquet file)
     catalog, warehouse = str(tmp_path / "sample-lake.duckdb"), tmp_path / "sample.duckdb"
     ingest(warehouse, [SAMPLE_HOME])
     assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "sample-data"), "--warehouse",
-                 str(warehouse), "--machine", "laptop", "--user", "ana", "--quiet"]) == 0
+                 str(warehouse), "--machine", "laptop", "--user", "ana", "--no-refresh", "--quiet"]) == 0
     gone = sorted((tmp_path / "sample-data").rglob("fct_turns/*.parquet"))[0]
     gone.unlink()
-    copy = tmp_path / "failed.duckdb"
     with pytest.raises(lake.LakeError, match=gone.name):
-        lake.lake_warehouse(catalog, copy)
-    assert len(apart_builds) == 2 and not copy.exists() and not copy.with_name(copy.name + ".building").exists()
+        lake.reading(catalog, refresh_models=True)
+    assert len(apart) == 2
+    con = _lake(catalog)
+    assert con.execute("select count(*) from information_schema.tables where table_catalog = 'lake' "
+                       "and table_schema like 'models_%'").fetchone() == (0,)
+    con.close()
 
 
 def test_failed_checks_raised_in_a_worker_arrive_with_their_failures():
@@ -237,56 +263,54 @@ def test_failed_checks_raised_in_a_worker_arrive_with_their_failures():
     assert again.failures == failed.failures and str(again) == str(failed)
 
 
-def test_query_and_usage_read_the_lake_in_place_with_the_rows_of_its_copy(machines, tmp_path, monkeypatch, capsys):
-    """`query --lake` and `usage --lake` build no local copy: the star tables are views over the lake's files and
-    the models views of their SQL - every star and model table has exactly the rows of the copy `report --lake`
-    builds, and the two verbs print what they print over that copy."""
+def test_query_and_usage_read_the_lake_in_place_the_same_whether_its_models_are_stored_or_behind(
+        machines, tmp_path, monkeypatch, capsys):
+    """`query --lake` and `usage --lake` copy nothing: the star tables are views over the lake's files; the models
+    are the lake's own tables when they follow its latest push, else views of their SQL. Both give every star and
+    model table the same rows, and the two verbs print the same."""
     _root, _homes, warehouses, _together = machines
     catalog = str(tmp_path / "lake.duckdb")
     for m, wh in warehouses.items():
         assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse", str(wh),
-                     "--machine", m, "--user", f"u-{m}", "--quiet"]) == 0
+                     "--machine", m, "--user", f"u-{m}", "--no-refresh", "--quiet"]) == 0
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    in_place = lake.lake_reader(catalog)
-    assert not list((tmp_path / "cache").rglob("lake-*"))  # nothing copied
-    copy = connect(lake.lake_warehouse(catalog, tmp_path / "copy.duckdb"), read_only=True)  # in UTC, as the reader
-    for t in [t.name for t in STAR + MODELS]:
-        assert _rows(in_place, f'select * from "{t}"') == _rows(copy, f'select * from "{t}"'), t
-    assert in_place.execute("select count(*) from dim_sessions").fetchone() == (5,)
-    in_place.close()
-    copy.close()
+    files_before = sorted(tmp_path.rglob("*"))
+    computed = _seen(catalog, tmp_path / "computed.duckdb", computed=True)
     capsys.readouterr()
-    for argv in (["query", "select user_name, n_sessions, n_turns from report_people order by 1"],
-                 ["usage", "--by", "month"], ["usage", "--by", "model"]):
+    argvs = (["query", "select user_name, n_sessions, n_turns from report_people order by 1"],
+             ["usage", "--by", "month"], ["usage", "--by", "model"])
+    behind = []
+    for argv in argvs:
         assert main([*argv, "--lake", catalog]) == 0
-        read_in_place = capsys.readouterr().out
-        assert main([*argv, "--warehouse", str(tmp_path / "copy.duckdb")]) == 0
-        assert read_in_place == capsys.readouterr().out and read_in_place.strip(), argv
-    assert not list((tmp_path / "cache").rglob("lake-*"))
+        behind.append(capsys.readouterr().out)
+    assert sorted(tmp_path.rglob("*")) == sorted([*files_before, computed])  # nothing written but our own file
+    assert main(["lake-refresh", "--lake", catalog]) == 0
+    assert "built whole over 5 sessions" in capsys.readouterr().out
+    stored = _seen(catalog, tmp_path / "stored.duckdb")
+    assert _equal_warehouses(computed, stored, [t.name for t in STAR + MODELS]) == []
+    assert rows_of(stored, "select count(*) from dim_sessions") == [(5,)]
+    for argv, out in zip(argvs, behind, strict=True):
+        assert main([*argv, "--lake", catalog]) == 0
+        assert capsys.readouterr().out == out and out.strip(), argv
 
 
-@pytest.mark.parametrize("read_meanwhile", [False, True], ids=["in place", "beside a reader"])
-def test_the_lake_copy_is_refreshed_from_what_changed_and_equals_one_built_anew(machines, tmp_path, caplog,
-                                                                                monkeypatch, read_meanwhile):
-    """After pushes of a new machine's sessions and of one session that grew, the copy takes only those sessions'
-    rows and rebuilds the models for them (DuckLake's table changes since the copy's snapshot): every table
-    then equals a copy built anew from the lake. The copy is refreshed in place when nothing reads it, and in a
-    file beside it that replaces it when a report (or `serve`, `mcp`) is reading it."""
-    import logging
-    from contextlib import ExitStack
-
+@pytest.mark.parametrize("share", [1.0, 0.0], ids=["from what changed", "whole"])
+def test_the_lake_models_follow_each_push_and_equal_ones_computed_over_the_whole_lake(machines, tmp_path, caplog,
+                                                                                       monkeypatch, share):
+    """Each push refreshes the lake's models: the first builds them whole; later ones (a session that grew, a new
+    machine's session) take only the rows of the sessions they changed, and of their projects (DuckLake's table
+    changes of lake_sessions since the last refresh) - or whole, past REFRESH_SHARE. Every model then equals the
+    models computed over the whole lake; a reader pinned at an earlier snapshot still reads the lake as it was."""
     _root, homes, warehouses, _together = machines
     catalog = str(tmp_path / "lake.duckdb")
-    monkeypatch.setattr(lake, "REFRESH_SHARE", 1.0)  # 2 of these 5 sessions change: a refresh all the same
+    monkeypatch.setattr(lake, "REFRESH_SHARE", share)
 
-    def push(machine: str, wh: Path) -> None:
-        assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse", str(wh),
-                     "--machine", machine, "--user", f"u-{machine}", "--quiet"]) == 0
+    def push(machine: str, wh: Path) -> lake.PushSummary:
+        return lake.push(wh, catalog, data_path=tmp_path / "data", machine=machine, user=f"u-{machine}")
     for m in ("laptop", "desktop"):
-        push(m, warehouses[m])
-    copy = tmp_path / "copy.duckdb"
-    reader = ExitStack()  # as `report --lake` holds the copy it reads (cli._warehouse), to the end of the test
-    lake.lake_warehouse(catalog, copy, hold=reader if read_meanwhile else None)
+        first = push(m, warehouses[m])
+        assert first.refreshed is not None and first.refreshed.full == (m == "laptop" or share == 0.0)
+    before = lake.reading(catalog)
     home = tmp_path / "laptop-home"
     shutil.copytree(homes["laptop"], home)
     grown = tmp_path / "laptop.duckdb"
@@ -296,30 +320,49 @@ def test_the_lake_copy_is_refreshed_from_what_changed_and_equals_one_built_anew(
         fh.write('{"type":"user.message","data":{"content":"and the lexer too"},"id":"grown-2",'
                  '"timestamp":"2026-10-05T12:00:00.000Z"}\n')
     ingest(grown, [home])
-    push("laptop", grown)
-    push("ci-runner", warehouses["ci-runner"])
-    inode = copy.stat().st_ino
-    with caplog.at_level(logging.INFO, logger="pipeline.lake"), reader:
-        lake.lake_warehouse(catalog, copy)
-    # the laptop's two sessions (read from another folder: their rows name it) and the CI runner's one
-    assert any("refreshed" in r.getMessage() and "3 sessions changed" in r.getMessage() for r in caplog.records)
-    assert any("being read" in r.getMessage() for r in caplog.records) == read_meanwhile
-    assert (copy.stat().st_ino != inode) == read_meanwhile  # in place: the same file; else one that replaced it
-    assert not copy.with_name(copy.name + ".building").exists()
-    if read_meanwhile:  # a verb holds the copy while it runs, and lets it go when it ends
-        import fcntl
-        assert main(["report", "--lake", catalog, "--warehouse", str(copy), "--out", str(tmp_path / "out"),
-                     "--quiet"]) == 0
-        fd = os.open(copy.with_name(copy.name + ".readers"), os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises BlockingIOError while a reader holds it
-        finally:
-            os.close(fd)
-    anew = lake.lake_warehouse(catalog, tmp_path / "anew.duckdb")
-    assert _equal_warehouses(copy, anew, [t.name for t in STAR + MODELS]) == []
-    assert rows_of(copy, "select count(*) from fct_turns where user_message = 'and the lexer too'") == [(1,)]
-    assert rows_of(copy, "select user_name, n_sessions from report_people order by 1") == [
+    with caplog.at_level(logging.INFO, logger="pipeline.lake"):
+        summaries = [push("laptop", grown), push("ci-runner", warehouses["ci-runner"])]
+    # the laptop's two sessions (read from another folder: their rows name it), then the CI runner's one
+    assert [(s.refreshed.full, s.refreshed.n_sessions) for s in summaries] == (
+        [(False, 2), (False, 1)] if share else [(True, 4), (True, 5)])
+    assert push("ci-runner", warehouses["ci-runner"]).refreshed is None  # nothing new: nothing refreshed
+    stored = _seen(catalog, tmp_path / "stored.duckdb")
+    assert _equal_warehouses(stored, _seen(catalog, tmp_path / "computed.duckdb", computed=True),
+                             [t.name for t in STAR + MODELS]) == []
+    assert rows_of(stored, "select count(*) from fct_turns where user_message = 'and the lexer too'") == [(1,)]
+    assert rows_of(stored, "select user_name, n_sessions from report_people order by 1") == [
         ("u-ci-runner", 1), ("u-desktop", 2), ("u-laptop", 2)]
+    con = before.reader()  # as one report's processes read the lake: at the snapshot it started at
+    try:
+        assert con.execute("select user_name, n_sessions from report_people order by 1").fetchall() == [
+            ("u-desktop", 2), ("u-laptop", 2)]
+        assert con.execute("select count(*) from fct_turns where user_message = 'and the lexer too'").fetchone() == (0,)
+    finally:
+        con.close()
+
+
+def test_a_push_whose_refresh_fails_stays_pushed_and_says_so(machines, tmp_path, monkeypatch, capsys):
+    from pipeline.models import ModelError
+
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.duckdb")
+
+    def broken(*_a, **_k):
+        raise ModelError("model report_topics failed: as a test breaks it")
+    monkeypatch.setattr(lake, "run_models", broken)
+    assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse",
+                 str(warehouses["laptop"]), "--machine", "laptop"]) == 0
+    out = capsys.readouterr().out
+    assert "2 new sessions" in out and "the models were not refreshed: model report_topics failed" in out
+    assert "lake-refresh" in out
+    monkeypatch.undo()
+    con = lake.lake_reader(catalog)  # behind: computed, with the pushed sessions
+    assert con.execute("select count(*) from dim_sessions").fetchone() == (2,)
+    con.close()
+    assert main(["lake-refresh", "--lake", catalog]) == 0
+    assert "built whole over 2 sessions" in capsys.readouterr().out
+    assert main(["lake-refresh", "--lake", catalog]) == 0
+    assert "follow its latest push" in capsys.readouterr().out
 
 
 def test_a_session_that_grew_replaces_its_rows_in_the_lake(tmp_path):
@@ -346,24 +389,30 @@ def test_a_session_that_grew_replaces_its_rows_in_the_lake(tmp_path):
 
 
 def test_two_reports_of_the_lake_at_once_both_succeed(machines, tmp_path):
-    """Two `report --lake` started together share the local copy (the default one in ~/.cache): one builds
-    it, the other waits and reads it - after each push, when the copy is rebuilt, and when it is current."""
+    """Two `report --lake` started together after pushes that left the models behind: both refresh them, one
+    commits first and the other finds nothing left to do (or reads the lake as it was when it started); each
+    writes the whole report, and nothing is copied."""
     _root, _homes, warehouses, _together = machines
-    catalog = str(tmp_path / "lake.duckdb")
+    catalog = str(tmp_path / "lake.sqlite")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     for round_, machine in enumerate(["laptop", "desktop", None]):
         if machine:
             assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse",
-                         str(warehouses[machine]), "--machine", machine, "--user", "ana", "--quiet"]) == 0
+                         str(warehouses[machine]), "--machine", machine, "--user", "ana", "--no-refresh",
+                         "--quiet"]) == 0
         procs = [subprocess.Popen([sys.executable, "-m", "pipeline", "report", "--lake", catalog, "--out",
                                    str(tmp_path / f"out-{round_}-{i}"), "--quiet"], cwd=REPO, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
         results = [(p.wait(300), p.communicate()[1]) for p in procs]
         assert [code for code, _err in results] == [0, 0], results
-        copies = list((tmp_path / "cache" / "copilot-warehouse").glob("lake-*.duckdb"))
-        assert len(copies) == 1 and not list(copies[0].parent.glob("*.building"))
-        n = 2 if machine is None else {"laptop": 1, "desktop": 2}[machine]
-        assert rows_of(copies[0], "select n_machines from report_people") == [(n,)]
+        n = 4 if machine is None else {"laptop": 2, "desktop": 4}[machine]
+        for i in range(2):
+            sessions = tmp_path / f"out-{round_}-{i}" / "parquet" / "dim_sessions.parquet"
+            assert duckdb.sql(f"select count(*) from '{sessions}'").fetchone() == (n,)
+    assert not list((tmp_path / "cache").rglob("*.duckdb"))  # no copy (the extensions and fonts are cached)
+    con = _lake(catalog)
+    assert con.execute("select count(*), count(distinct star_snapshot) from lake.lake_models").fetchone() == (2, 2)
+    con.close()
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbled", "gone"])
@@ -383,18 +432,15 @@ def test_a_damaged_data_file_in_the_lake_is_one_line_naming_it(tmp_path, capsys,
         file.write_bytes(data[:4] + middle + data[-8:])  # the size the catalog recorded, the bytes not
     else:
         file.unlink()
-    copy = tmp_path / "copy.duckdb"
-    for argv in (["report", "--lake", catalog, "--warehouse", str(copy), "--out", str(tmp_path / "out")],
-                 ["query", "select count(*) from fct_turns", "--lake", catalog, "--warehouse", str(copy)]):
+    for argv in (["report", "--lake", catalog, "--out", str(tmp_path / "out")],
+                 ["query", "select count(*) from fct_turns", "--lake", catalog]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and str(file) in err and "fct_turns" in err and "internal error" not in err, err
-    assert not copy.exists() and not (tmp_path / "out").exists()
 
 
-def test_the_lake_copy_never_replaces_a_warehouse_of_another_kind(machines, tmp_path, capsys):
-    """`report --lake L --warehouse OWN` with this machine's own warehouse as OWN: refused, OWN as it was
-    (it replaced the staging rows with the lake's copy); the same for a DuckDB file of other tables."""
+def test_report_lake_reads_the_lake_where_it_is_and_refuses_a_warehouse_beside_it(machines, tmp_path, capsys):
+    """`report --lake L --warehouse W`: one line, W neither read nor written (before, W was the lake's local copy)."""
     _root, _homes, warehouses, _together = machines
     catalog = str(tmp_path / "lake.duckdb")
     own = tmp_path / "own.duckdb"
@@ -402,20 +448,10 @@ def test_the_lake_copy_never_replaces_a_warehouse_of_another_kind(machines, tmp_
     assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse", str(own),
                  "--machine", "laptop", "--user", "ana", "--quiet"]) == 0
     before = own.read_bytes()
-    other = tmp_path / "other.duckdb"
-    con = duckdb.connect(str(other))
-    con.execute("create table mine as select 42 as answer")
-    con.close()
-    for target, said in ((own, "this machine's own ingest"), (other, "not a copy of a lake")):
-        assert main(["report", "--lake", catalog, "--warehouse", str(target), "--out", str(tmp_path / "out")]) == 2
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and said in err and str(target) in err, err
-    assert own.read_bytes() == before and rows_of(other, "select answer from mine") == [(42,)]
-    assert not (tmp_path / "out").exists()
-    # a file of its own, and the copy it built, are used as before
-    assert main(["report", "--lake", catalog, "--warehouse", str(tmp_path / "copy.duckdb"), "--out",
-                 str(tmp_path / "out"), "--quiet"]) == 0
-    assert main(["query", "select 1", "--lake", catalog, "--warehouse", str(tmp_path / "copy.duckdb")]) == 0
+    assert main(["report", "--lake", catalog, "--warehouse", str(own), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "leave --warehouse out" in err, err
+    assert own.read_bytes() == before and not (tmp_path / "out").exists()
 
 
 def test_a_sqlite_file_as_the_warehouse_is_one_line_and_changes_nothing(tmp_path, capsys):
@@ -550,6 +586,22 @@ def test_maintenance_merges_files_expires_snapshots_and_keeps_every_row(machines
     con = _lake(catalog)
     assert {t: _rows(con, f'select * from lake."{t}"') for t in lake.LAKE_TABLES} == before  # every row kept
     con.close()
+    # the models of another version that nothing refreshed for longer than `keep` are dropped; this version's stay
+    con = duckdb.connect(config=extensions.config())
+    lake.attach(con, catalog)
+    con.execute("create schema lake.models_0123456789abcdef")
+    con.execute("create table lake.models_0123456789abcdef.report_topics (term VARCHAR)")
+    con.execute("insert into lake.lake_models values ('0123456789abcdef', 1, now() - interval 1 hour, 'old', 1, "
+                "true, 0.1)")
+    con.close()
+    assert lake.maintain(catalog, keep="30 minutes").models_dropped == 1
+    con = _lake(catalog)
+    schemas = {r[0] for r in con.execute("select schema_name from information_schema.schemata "
+                                         "where catalog_name = 'lake'").fetchall()}
+    assert lake.models_schema() in schemas and "models_0123456789abcdef" not in schemas
+    assert con.execute("select distinct models_digest from lake.lake_models").fetchall() == [
+        (lake.models_schema().removeprefix("models_"),)]
+    con.close()
     # the verb, and a push that makes the count maintains the lake itself
     assert main(["lake-maintain", "--lake", catalog]) == 0
     assert "data files merged into" in capsys.readouterr().out
@@ -635,29 +687,3 @@ def test_a_duckdb_catalog_in_use_by_another_process_is_waited_for(machines, tmp_
     con = _lake(catalog)
     assert con.execute("select count(distinct machine_id) from lake.lake_sessions").fetchone()[0] == 2
     con.close()
-
-
-def test_a_readers_lock_that_cannot_be_opened_reads_and_refreshes_all_the_same(machines, tmp_path, caplog,
-                                                                               monkeypatch):
-    """`<copy>.readers` that is a folder (or unreadable): the copy is read without it, and refreshed beside it (no
-    process can be known not to read it) - never a traceback."""
-    import logging
-    from contextlib import ExitStack
-
-    _root, _homes, warehouses, _together = machines
-    catalog = str(tmp_path / "lake.duckdb")
-    monkeypatch.setattr(lake, "REFRESH_SHARE", 1.0)  # 2 of these 4 sessions change: a refresh all the same
-    for m in ("laptop", "desktop"):
-        assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse",
-                     str(warehouses[m]), "--machine", m, "--quiet"]) == 0
-        if m == "laptop":
-            copy = tmp_path / "copy.duckdb"
-            lake.lake_warehouse(catalog, copy)
-            copy.with_name(copy.name + ".readers").mkdir()
-            inode = copy.stat().st_ino
-    with caplog.at_level(logging.INFO, logger="pipeline.lake"), ExitStack() as held:
-        assert lake.lake_warehouse(catalog, copy, hold=held) == copy
-    messages = [r.getMessage() for r in caplog.records]
-    assert any("refreshed beside it" in m for m in messages) and any("read without" in m for m in messages), messages
-    assert copy.stat().st_ino != inode
-    assert rows_of(copy, "select count(distinct session_id) from dim_sessions") == [(4,)]
