@@ -318,9 +318,9 @@ def test_an_export_copies_the_ranges_whose_rows_did_not_change(sample_home, tmp_
     read = []
     real = report._write_in_ranges
 
-    def spy(con, name, key, ranges, tmp, last):
+    def spy(con, name, key, ranges, tmp, last, limit):
         read.append((name, len(ranges) - len(ranges.kept), len(ranges)))
-        return real(con, name, key, ranges, tmp, last)
+        return real(con, name, key, ranges, tmp, last, limit)
 
     monkeypatch.setattr(report, "_write_in_ranges", spy)
     result = export_parquet(wh, out)
