@@ -173,20 +173,44 @@ def _lake_columns(table: str) -> list[tuple[str, str]]:
 
 def ensure_lake_schema(con: duckdb.DuckDBPyConnection, alias: str = "lake") -> None:
     _ensure_options(con, alias)
+    created = []
     for table in LAKE_TABLES:
         cols = ", ".join(f'"{n}" {t}' for n, t in _lake_columns(table))
-        con.execute(f'create table if not exists {alias}."{table}" ({cols})')
+        if not con.execute("select count(*) from information_schema.tables where table_catalog = ? "
+                           "and table_name = ?", [alias, table]).fetchone()[0]:
+            con.execute(f'create table {alias}."{table}" ({cols})')
+            created.append(table)
         for name, dtype in _lake_columns(table):  # a column a newer version added
             have = con.execute("select count(*) from information_schema.columns where table_catalog = ? "
                                "and table_name = ? and column_name = ?", [alias, table, name]).fetchone()[0]
             if not have:
                 con.execute(f'alter table {alias}."{table}" add column "{name}" {dtype}')
+    _ensure_sorted(con, alias, created)
     con.execute(f"""create table if not exists {alias}.lake_sessions (
         machine_id VARCHAR, user_name VARCHAR, session_id VARCHAR, digest VARCHAR, metrics_only BOOLEAN,
         pushed_at TIMESTAMPTZ)""")
     con.execute(f"""create table if not exists {alias}.lake_pushes (
         push_id VARCHAR, machine_id VARCHAR, user_name VARCHAR, pushed_at TIMESTAMPTZ, n_sessions_new INTEGER,
         n_sessions_changed INTEGER, n_sessions_unchanged INTEGER, metrics_only BOOLEAN, seconds DOUBLE)""")
+
+
+def _ensure_sorted(con: duckdb.DuckDBPyConnection, alias: str = "lake", created: list[str] | tuple[str, ...] = ()
+                   ) -> None:
+    """Each lake table with a session_id sorted by it (DuckLake's sorted tables: each push's files, and the files a
+    maintenance merges, are written in session order), so a row group holds a narrow range of sessions and a
+    reader's filter on a session, or a range of them, skips the others' (a report reads its pages a range of
+    sessions at a time; a refresh, the changed sessions' rows). Files written before keep their order until a
+    maintenance merges them. Set once: a later push finds it set (``created``: tables this transaction made, which
+    the catalog's committed record does not hold yet)."""
+    meta_db = f"__ducklake_metadata_{alias}"
+    tables = dict(con.execute(
+        f"select t.table_name, count(s.table_id) > 0 from {meta_db}.ducklake_table as t "
+        f"left join {meta_db}.ducklake_sort_info as s on s.table_id = t.table_id and s.end_snapshot is null "
+        "where t.end_snapshot is null group by 1").fetchall())
+    for table in LAKE_TABLES:
+        unsorted = table in created or tables.get(table) is False
+        if unsorted and any(c.name == "session_id" for c in TABLES[table].columns):
+            con.execute(f'alter table {alias}."{table}" set sorted by (session_id asc)')
 
 
 def _connect() -> duckdb.DuckDBPyConnection:
@@ -375,6 +399,7 @@ def _maintain(con: duckdb.DuckDBPyConnection, keep: str = KEEP) -> MaintainSumma
         raise LakeError(f"keep {keep!r}: a number of seconds, minutes, hours or days")
     out = MaintainSummary(files_before=_data_files(con), keep=keep)
     _ensure_options(con)
+    _ensure_sorted(con)  # a lake of an earlier version: the files merged from here on are in session order
     con.execute("call ducklake_flush_inlined_data('lake')")  # rows small pushes kept in the catalog, as files
     con.execute("call ducklake_merge_adjacent_files('lake')")
     expired = con.execute(f"call ducklake_expire_snapshots('lake', older_than => now() - interval '{keep}')"

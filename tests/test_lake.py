@@ -687,3 +687,31 @@ def test_a_duckdb_catalog_in_use_by_another_process_is_waited_for(machines, tmp_
     con = _lake(catalog)
     assert con.execute("select count(distinct machine_id) from lake.lake_sessions").fetchone()[0] == 2
     con.close()
+
+
+def test_the_lake_tables_are_written_in_session_order(tmp_path):
+    """Every lake table with a session_id is a DuckLake sorted table (set by the push that creates it): each data
+    file holds its rows in session order, so a reader's filter on a session or a range of them skips row groups
+    of the others. The sample home: enough turns that DuckLake writes them to a parquet file."""
+    catalog, warehouse = str(tmp_path / "lake.duckdb"), tmp_path / "w.duckdb"
+    ingest(warehouse, [SAMPLE_HOME])
+    assert main(["push", "--lake", catalog, "--data-path", str(tmp_path / "data"), "--warehouse", str(warehouse),
+                 "--machine", "laptop", "--user", "ana", "--quiet"]) == 0
+    con = _lake(catalog)
+    sorted_by = dict(con.execute(
+        "select t.table_name, e.expression from __ducklake_metadata_lake.ducklake_table as t "
+        "join __ducklake_metadata_lake.ducklake_sort_info as s on s.table_id = t.table_id and s.end_snapshot is null "
+        "join __ducklake_metadata_lake.ducklake_sort_expression as e on e.sort_id = s.sort_id "
+        "where t.end_snapshot is null").fetchall())
+    con.close()
+    assert sorted_by == {t.name: "session_id" for t in STAR if any(c.name == "session_id" for c in t.columns)}
+    files = sorted((tmp_path / "data").rglob("fct_turns/*.parquet"))
+    assert files
+    for file in files:
+        ids = [r[0] for r in duckdb.sql(f"select session_id from read_parquet('{file}', file_row_number = true) "
+                                        "order by file_row_number").fetchall()]
+        assert ids == sorted(ids) and len(set(ids)) > 1, file
+    # a second push sets nothing again (no change of the catalog for it)
+    before = _snapshot(catalog)
+    assert main(["push", "--lake", catalog, "--warehouse", str(warehouse), "--machine", "laptop", "--quiet"]) == 0
+    assert _snapshot(catalog) == before
