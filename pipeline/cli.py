@@ -300,10 +300,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except ModelError as exc:
-        print(f"error: {exc}; the warehouse was left as it was", file=sys.stderr)
+        print(f"error: {exc}; the {_left(args)} left as it was", file=sys.stderr)
         return 3
     except ChecksFailed as exc:
-        print(f"error: data checks failed; the warehouse was left as it was\n{exc}", file=sys.stderr)
+        print(f"error: data checks failed; the {_left(args)} left as it was\n{exc}", file=sys.stderr)
         return 3
     except BrokenPipeError:  # `query ... | head`: the reader had enough; nothing is wrong
         _quiet_stdout()
@@ -332,6 +332,11 @@ def _interrupted(verb: str, committed: bool) -> str:
     if committed:
         return "interrupted after the run was committed: the warehouse holds it"
     return "interrupted: " + ("nothing was written; " + _WRITERS[verb] if verb in _WRITERS else "stopped")
+
+
+def _left(args: argparse.Namespace) -> str:
+    """What a failed model or check left as it was: the warehouse, or (team mode) the lake's models."""
+    return "lake's models were" if getattr(args, "lake", None) else "warehouse was"
 
 
 def _failure(args: argparse.Namespace, exc: BaseException) -> int:

@@ -648,6 +648,10 @@ def _refresh_once(con: duckdb.DuckDBPyConnection, catalog: str, summary: Refresh
         with transaction(con):
             if _refreshed_from(con, digest) != last:
                 raise duckdb.TransactionException("conflict: another refresh committed first")
+            if summary.full:  # made anew: emptying every model table (DELETE) held their deleted rows in memory,
+                # and a whole build over 200 machines ran out of 384 MB; a reader of an earlier snapshot still
+                # reads the tables it pinned (time travel)
+                con.execute(f'drop schema if exists lake."{schema}" cascade')
             con.execute(f'create schema if not exists lake."{schema}"')
             con.execute(f'use lake."{schema}"')
             con.execute(f"set search_path = 'lake.{schema},memory.main'")  # the models here, then the star views
