@@ -39,10 +39,11 @@ CHUNK_BYTES = 64 * 1024 * 1024  # a table with more text than this is written in
 # DuckDB's memory for the export (unless $COPILOT_WAREHOUSE_MEMORY says): a COPY streams, and a range's sort fits
 # (19,600 sessions, 1.5 GB: peak RSS 789 MB under the usual 512 MB, 570 MB under this, in the same time)
 EXPORT_MEMORY = "256MB"
-# ... and of a lake read where it is: a parquet column chunk is decompressed whole, and a lake's row groups of 16,384
-# tool calls hold ~40 MB of output each (200 machines: 256 MB ran out reading them on two threads, 512 MB peaked at
-# ~320 MB of RSS)
-LAKE_EXPORT_MEMORY = "512MB"
+# ... and of the export and the search index of a lake read where it is: a parquet column chunk is decompressed whole,
+# and a lake's row groups of 16,384 tool calls hold ~40 MB of output each (200 machines: the export ran out of 256 MB
+# reading them on two threads, and peaked at ~320 MB of RSS under 512 MB; 1,000 machines: the search index, reading
+# the stored search documents, ran out of 256 MB)
+LAKE_READ_MEMORY = "512MB"
 LARGE_ROWS = 10_000  # tables with fewer rows are written by one COPY
 ROW_GROUP = 4096  # rows per row group of a table written in ranges
 SPILL_BATCH = 1024 * 1024  # bytes of a range's rows written to its spill file at once
@@ -60,7 +61,7 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = Fal
     con = connect(warehouse, read_only=True)  # first: a report that cannot start leaves no empty folder
     result = TreeResult("parquet")
     try:
-        limit = memory_limit_unless_set(LAKE_EXPORT_MEMORY if hasattr(warehouse, "reader") else EXPORT_MEMORY)
+        limit = memory_limit_unless_set(LAKE_READ_MEMORY if hasattr(warehouse, "reader") else EXPORT_MEMORY)
         con.execute(f"set memory_limit = '{limit}'")
         out_dir.mkdir(parents=True, exist_ok=True)
         root = out_dir.resolve()
@@ -112,7 +113,8 @@ def write_search(warehouse: str | Path, site_dir: Path, projects: dict[str, str]
     con = connect(warehouse, read_only=True)
     result = TreeResult("site")
     try:
-        con.execute(f"set memory_limit = '{_report_memory()}'")
+        lake = hasattr(warehouse, "reader")  # a lake read where it is
+        con.execute(f"set memory_limit = '{memory_limit_unless_set(LAKE_READ_MEMORY) if lake else _report_memory()}'")
         index = SearchIndex(con, projects, site_dir, force)
         for files in index.files():  # a few files at a time: the index is never held whole
             write_files(files, site_dir, result, force)
