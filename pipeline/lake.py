@@ -250,6 +250,7 @@ class PushSummary:
     maintained: MaintainSummary | None = None
     refreshed: RefreshSummary | None = None
     refresh_error: str | None = None  # the push is in the lake, its models were not refreshed: why
+    snapshot: int | None = None  # the lake's snapshot once the push committed (its own, or one after it)
 
     def line(self, catalog: str) -> str:
         return (f"push to {describe(catalog)} as {self.user_name} on {self.machine_id}: "
@@ -345,6 +346,7 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
             log.warning("this push waited for %d other pushes to the SQLite catalog %s: a team that pushes at once "
                         "has outgrown it - a PostgreSQL catalog takes concurrent pushes without retries (see the "
                         "README's Team mode)", summary.n_attempts - 1, describe(catalog))
+        summary.snapshot = _snapshot(con)
         n_pushes = con.execute("select count(*) from lake.lake_pushes").fetchone()[0]
         if summary.n_sessions_new + summary.n_sessions_changed and n_pushes % MAINTAIN_EVERY == 0:
             try:  # every MAINTAIN_EVERY pushes the push that makes the count tidies the lake
@@ -355,7 +357,7 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
         con.close()
     if refresh_models and summary.n_sessions_new + summary.n_sessions_changed:
         try:
-            summary.refreshed = refresh(catalog, summary.machine_id)
+            summary.refreshed = refresh(catalog, summary.machine_id, covering=summary.snapshot)
         except (LakeError, ChecksFailed, ModelError, duckdb.Error) as exc:
             summary.refresh_error = " ".join(str(exc).split())[:300]
             log.warning("the push is in the lake, but its models were not refreshed: %s (`lake-refresh` tries "
@@ -508,13 +510,15 @@ class RefreshSummary:
     star_snapshot: int = 0  # the lake snapshot the models now follow
     n_sessions: int = 0  # sessions whose rows the refresh followed (every session, when built whole)
     full: bool = False  # built whole: the first refresh, another version's models, too much changed
-    up_to_date: bool = False  # nothing changed since the last refresh: nothing written
+    up_to_date: bool = False  # nothing changed since the last refresh (or this push's): nothing written
+    covered: bool = False  # the refresh of another push included this one (later pushes refresh themselves)
     n_attempts: int = 0
     seconds: float = 0.0
 
     def line(self, catalog: str) -> str:
         if self.up_to_date:
-            return f"the models of {describe(catalog)} follow its latest push (snapshot {self.star_snapshot})"
+            return (f"the models of {describe(catalog)} follow " + ("this push" if self.covered else "its latest push")
+                    + f" (snapshot {self.star_snapshot})")
         how = "built whole over" if self.full else "refreshed for"
         return (f"the models of {describe(catalog)} {how} {self.n_sessions:,} session"
                 f"{'s' if self.n_sessions != 1 else ''} (snapshot {self.star_snapshot}) in {self.seconds:.1f}s")
@@ -581,13 +585,16 @@ def _star_views(con: duckdb.DuckDBPyConnection, at: int) -> None:
                     "on c.machine_id = t.machine_id and c.session_id = coalesce(t.session_id, '')")
 
 
-def refresh(catalog: str, machine: str | None = None) -> RefreshSummary:
+def refresh(catalog: str, machine: str | None = None, covering: int | None = None) -> RefreshSummary:
     """Bring the lake's models (this version's) up to date with its latest push: the models of the sessions that
     pushes changed since the last refresh, and of the projects they belong to now and belonged to then (as an
     ingest does for the sessions it changed); built whole the first time, or when more than REFRESH_SHARE of the
     sessions changed, or what changed is not known (the last refresh's snapshot was expired). One DuckLake
     transaction with its record in ``lake_models``; when another refresh committed first, this one reads again -
-    usually to find there is nothing left to do."""
+    usually to find there is nothing left to do. ``covering``: the snapshot of the push this refresh is for - once
+    a refresh from that snapshot or a later one is in the lake (another machine's, pushed at the same time), this
+    one stops: the pushes after it have refreshes of their own (16 machines pushing at once each redid the others'
+    refreshes: 134.5 s in all)."""
     started = time.perf_counter()
     con = _connect()
     try:
@@ -599,7 +606,7 @@ def refresh(catalog: str, machine: str | None = None) -> RefreshSummary:
         for attempt in range(1, RETRIES + 1):
             summary = RefreshSummary(n_attempts=attempt)
             try:
-                _refresh_once(con, catalog, summary, machine or default_machine(), started)
+                _refresh_once(con, catalog, summary, machine or default_machine(), started, covering)
                 break
             except duckdb.TransactionException as exc:  # another refresh (or a maintenance) committed first
                 if not re.search(r"conflict|failed to commit|locked", str(exc), re.IGNORECASE):
@@ -617,7 +624,7 @@ def refresh(catalog: str, machine: str | None = None) -> RefreshSummary:
 
 
 def _refresh_once(con: duckdb.DuckDBPyConnection, catalog: str, summary: RefreshSummary, machine: str,
-                  started: float) -> None:
+                  started: float, covering: int | None = None) -> None:
     """What changed, read first; the star views made in this connection (a DuckLake transaction writes
     to the lake alone); then the models and their record written in one transaction."""
     digest = models_digest()
@@ -630,8 +637,8 @@ def _refresh_once(con: duckdb.DuckDBPyConnection, catalog: str, summary: Refresh
     last = _refreshed_from(con, digest)
     changed = None if last is None else _changed_since(con, last, now)
     summary.star_snapshot = now
-    if changed == []:
-        summary.up_to_date, summary.star_snapshot = True, last
+    if changed == [] or (covering is not None and last is not None and last >= covering):
+        summary.up_to_date, summary.star_snapshot, summary.covered = True, last, changed != []
         return
     n_sessions = con.execute(f"select count(*) from ({_chosen(now)})").fetchone()[0]
     summary.full = changed is None or len(changed) > REFRESH_SHARE * n_sessions

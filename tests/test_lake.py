@@ -341,6 +341,20 @@ def test_the_lake_models_follow_each_push_and_equal_ones_computed_over_the_whole
         con.close()
 
 
+def test_a_pushs_refresh_stops_once_another_refresh_covered_its_push(machines, tmp_path):
+    """Machines pushing at once: the refresh of a push that another machine's refresh already included stops there
+    (the pushes after it refresh themselves) instead of redoing the others' work."""
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.duckdb")
+    first = lake.push(warehouses["laptop"], catalog, data_path=tmp_path / "data", machine="laptop", user="a")
+    later = lake.push(warehouses["desktop"], catalog, machine="desktop", user="b", refresh_models=False)
+    covered = lake.refresh(catalog, "laptop", covering=first.snapshot)  # the laptop's push is refreshed already
+    assert covered.up_to_date and covered.covered and "follow this push" in covered.line(catalog)
+    refreshed = lake.refresh(catalog, "desktop", covering=later.snapshot)  # the desktop's is not
+    assert not refreshed.up_to_date and refreshed.star_snapshot >= later.snapshot
+    assert lake.refresh(catalog).up_to_date
+
+
 def test_a_push_whose_refresh_fails_stays_pushed_and_says_so(machines, tmp_path, monkeypatch, capsys):
     from pipeline.models import ModelError
 
