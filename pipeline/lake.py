@@ -547,6 +547,13 @@ def _refreshed_from(con: duckdb.DuckDBPyConnection, digest: str, at: int | None 
     return None if found is None else int(found)
 
 
+def _follows(con: duckdb.DuckDBPyConnection, digest: str, at: int) -> int | None:
+    """The star snapshot the lake's stored models of ``digest`` were refreshed from, when no push changed a session
+    after it up to snapshot ``at`` (they follow the lake as it is at ``at``); else None."""
+    last = _refreshed_from(con, digest, at)
+    return last if last is not None and _changed_since(con, last, at) == [] else None
+
+
 def _changed_since(con: duckdb.DuckDBPyConnection, old: int, new: int) -> list[str] | None:
     """The sessions that pushes after snapshot ``old`` up to ``new`` added, replaced or deleted (DuckLake's table
     changes of ``lake_sessions``); None when that is not known any more (``old`` was expired)."""
@@ -736,14 +743,14 @@ def reading(catalog: str, refresh_models: bool = False) -> Lake:
         if not _has_table(con, "lake_sessions"):
             raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
         now = _snapshot(con)
-        last = _refreshed_from(con, models_digest())
-        behind = last is None or _changed_since(con, last, now) != []
+        behind = _follows(con, models_digest(), now) is None
         n_sessions = con.execute("select count(*) from lake.lake_sessions").fetchone()[0] if behind else 0
     finally:
         con.close()
-    if behind and refresh_models:
-        (refresh_apart if n_sessions >= APART_SESSIONS else refresh)(catalog)
-    con = _connect()
+    if not (behind and refresh_models):
+        return Lake(catalog, now)
+    (refresh_apart if n_sessions >= APART_SESSIONS else refresh)(catalog)
+    con = _connect()  # the snapshot the refresh made
     try:
         attach(con, catalog, read_only=True)
         return Lake(catalog, _snapshot(con))
@@ -766,8 +773,8 @@ def lake_reader(catalog: str, at: int | None = None) -> duckdb.DuckDBPyConnectio
             raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
         now = int(at) if at is not None else _snapshot(con)
         digest = models_digest()
-        last = _refreshed_from(con, digest, now)
-        stored = last is not None and _changed_since(con, last, now) == []
+        last = _follows(con, digest, now)
+        stored = last is not None
         if not stored:
             log.info("the lake's models are behind its latest push (`lake-refresh` brings them up to date): "
                      "computed as a query names them")
