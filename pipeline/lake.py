@@ -46,6 +46,7 @@ from .warehouse import (
     may_read,
     memory_limit,
     memory_limit_unless_set,
+    private_temp_directory,
     quiet,
     transaction,
 )
@@ -215,8 +216,10 @@ def _ensure_sorted(con: duckdb.DuckDBPyConnection, alias: str = "lake", created:
 
 def _connect() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB for the lake's commands, under the warehouse's memory limit (DuckDB's own default,
-    80% of the machine's memory, took maintenance of a 1,000-machine lake to 3.2 GB of RSS)."""
-    con = duckdb.connect(":memory:", config={"memory_limit": memory_limit(), **extensions.config()})
+    80% of the machine's memory, took maintenance of a 1,000-machine lake to 3.2 GB of RSS), spilling to a folder
+    of its own (machines pushing at once, a report's page workers)."""
+    con = duckdb.connect(":memory:", config={"memory_limit": memory_limit(), "temp_directory": private_temp_directory(),
+                                             **extensions.config()})
     quiet(con)
     return con
 

@@ -39,6 +39,28 @@ def memory_limit() -> str:
     return os.environ.get("COPILOT_WAREHOUSE_MEMORY", "512MB")
 
 
+_PROCESS_TEMP: dict[int, str] = {}
+
+
+def private_temp_directory(per_process: bool = False) -> str:
+    """A spill folder of this connection's own, for a connection that is not the warehouse's writer: DuckDB's
+    default is ``.tmp`` in the working folder for an in-memory database (``<file>.tmp`` beside a file opened read-
+    only), and every process names its spill file the same there (``duckdb_temp_storage_DEFAULT-0.tmp``). Two of
+    them spilling at once read each other's blocks: sixteen pushes to one lake at once gave out-of-memory errors
+    for blocks of 1-4 GiB and segmentation faults. Under the system's temporary folder (``$TMPDIR``); DuckDB makes
+    it when it first spills and removes it when the connection closes. ``per_process``: one folder for the whole
+    process (a file opened read-only twice in one process is one DuckDB instance, which refuses a second
+    connection with other settings)."""
+    import secrets
+    import tempfile
+
+    def new() -> str:
+        return str(Path(tempfile.gettempdir()) / f"copilot-warehouse-{os.getpid()}-{secrets.token_hex(4)}")
+    if per_process:
+        return _PROCESS_TEMP.setdefault(os.getpid(), new())
+    return new()
+
+
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
@@ -345,8 +367,9 @@ def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         settings = {"memory_limit": memory_limit(), **extensions.config()}
         if os.environ.get("COPILOT_WAREHOUSE_THREADS"):
             settings["threads"] = int(os.environ["COPILOT_WAREHOUSE_THREADS"])
-        if read_only:
-            con = duckdb.connect(str(path), read_only=True, config=settings)
+        if read_only:  # readers at once (a report's page workers) each spill to a folder of their own
+            con = duckdb.connect(str(path), read_only=True,
+                                 config={**settings, "temp_directory": private_temp_directory(per_process=True)})
         else:
             # the row group size is an option of ATTACH: an in-memory connection attaches the file (its
             # spill folder where DuckDB puts a file database's: next to it)

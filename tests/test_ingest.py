@@ -4,6 +4,7 @@ import hashlib
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -582,6 +583,44 @@ for read_only in (False, True):
     if default != "True":
         pytest.skip("DuckDB's progress bar is off by default in this environment")
     assert ours == ["False", "False"]
+
+
+def test_connections_that_may_run_at_once_spill_to_folders_of_their_own(tmp_path, monkeypatch):
+    """DuckDB spills an in-memory database to ``.tmp`` in the working folder and a read-only file to ``<file>.tmp``,
+    under one file name in every process: processes spilling at once (pushes to one lake, a report's page workers)
+    read each other's blocks. Each such connection gets its own folder, made when it spills and gone when it
+    closes (a file read twice in one process is one instance: one folder); the writer (one at a time, by the file's
+    lock) keeps ``<file>.tmp``."""
+    import tempfile
+
+    from pipeline import lake, warehouse
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "system-tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    (tmp_path / "system-tmp").mkdir()
+    db = tmp_path / "w.duckdb"
+    writer = warehouse.connect(db)
+    writer.execute("create table t as select 1 as i")
+    folder = "select current_setting('temp_directory')"
+    assert writer.execute(folder).fetchone()[0] == f"{db}.tmp"
+    writer.close()
+    cons = [warehouse.connect(db, read_only=True), warehouse.connect(db, read_only=True), lake._connect(),
+            lake._connect()]
+    folders = [c.execute(folder).fetchone()[0] for c in cons]
+    assert folders[0] == folders[1]  # one DuckDB instance in this process: one folder
+    assert len(set(folders[1:])) == len(cons) - 1
+    assert all(Path(f).parent == tmp_path / "system-tmp" for f in folders), folders
+    spill = cons[2]
+    spill.execute("set memory_limit = '48MB'")
+    spill.execute("set threads = 1")
+    assert spill.execute("select count(*), min(s) from (select md5(i::varchar) || md5((i + 1)::varchar) as s "
+                         "from range(1500000) r(i) order by s)").fetchone()[0] == 1_500_000
+    assert Path(folders[2]).is_dir()  # it spilled there (DuckDB makes the folder when it first spills)
+    for con in cons:
+        con.close()
+    assert not Path(folders[2]).exists()
+    assert not (tmp_path / ".tmp").exists()
 
 
 def test_release_cache_gives_back_duckdbs_memory_and_keeps_the_limit(tmp_path, monkeypatch):

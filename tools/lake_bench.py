@@ -209,12 +209,23 @@ def _concurrent(catalog: str, corpus: Path, out: Path, k: int, n: int) -> list[d
         subprocess.run(_pipeline("ingest", "--copilot-home", str(home), "--warehouse", str(one), "--quiet"),
                        cwd=REPO, check=True)
         procs.append(one)
+    logs = [out / f"concurrent-{i}.log" for i in range(k)]
     started = time.perf_counter()
-    running = [subprocess.Popen(_pipeline("push", "--lake", catalog, "--warehouse", str(one), "--machine",
-                                          f"at-once-{i}", "-v"), cwd=REPO, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for i, one in enumerate(procs)]
-    results = [(p.wait(), p.stderr.read()) for p in running]
+    running = []
+    for i, one in enumerate(procs):
+        # each push's output to a file kept beside the lake: a pipe read only after the wait would block a
+        # verbose push, and a failed push's reason would be lost
+        with logs[i].open("w") as log:
+            running.append(subprocess.Popen(_pipeline("push", "--lake", catalog, "--warehouse", str(one),
+                                                      "--machine", f"at-once-{i}", "-v"), cwd=REPO,
+                                            stdout=log, stderr=subprocess.STDOUT))
+    codes = [p.wait() for p in running]
     seconds = time.perf_counter() - started
+    results = [(code, log.read_text(encoding="utf-8", errors="replace")) for code, log in zip(codes, logs, strict=True)]
+    for (code, err), log in zip(results, logs, strict=True):
+        if code:
+            tail = "\n      ".join(err.strip().splitlines()[-6:])
+            print(f"  push {log.stem} failed (exit {code}; {log}):\n      {tail}", flush=True)
     retries = sum(len(re.findall(r"push conflicted", err)) for _code, err in results)
     ok = sum(code == 0 for code, _err in results)
     print(f"  {n:>5} machines  {k} pushes at once: {ok} succeeded, {retries} conflict retries, {seconds:.1f} s")
