@@ -26,6 +26,8 @@ import re
 import socket
 import subprocess
 import time
+import uuid
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -405,6 +407,9 @@ def _maintain(con: duckdb.DuckDBPyConnection, keep: str = KEEP) -> MaintainSumma
     out = MaintainSummary(files_before=_data_files(con), keep=keep)
     _ensure_options(con)
     _ensure_sorted(con)  # a lake of an earlier version: the files merged from here on are in session order
+    if _has_table(con, "lake_refreshing"):  # the leases of refreshes that ended or lapsed (another's running stays)
+        with suppress(duckdb.TransactionException):  # a refresh giving its lease back at the same moment
+            con.execute("delete from lake.lake_refreshing where expires_at < now()")
     con.execute("call ducklake_flush_inlined_data('lake')")  # rows small pushes kept in the catalog, as files
     con.execute("call ducklake_merge_adjacent_files('lake')")
     expired = con.execute(f"call ducklake_expire_snapshots('lake', older_than => now() - interval '{keep}')"
@@ -500,6 +505,13 @@ REFRESH_SHARE = 0.25  # past this share of the sessions changed since the last r
 # built them under 384 MB; read from the lake's parquet and written to it, the whole build at 1,000 machines ran out
 # of 384 MB (int_search_docs, int_topic_terms), and under 512 MB took 47 s at 0.79 GB of peak RSS
 REFRESH_MEMORY = "512MB"
+# a refresh running holds a lease row in lake_refreshing; others wait for it instead of computing the same models
+# at once (16 pushes at once into 1,000 machines each computed for ~100 s on two cores, 265 s in all). A lease
+# lapses after LEASE_FACTOR times the last refresh's seconds, at least LEASE_MIN_SECONDS (a machine that died
+# holding it); a waiter looks again every LEASE_POLL seconds.
+LEASE_FACTOR = 4
+LEASE_MIN_SECONDS = 120.0
+LEASE_POLL = 1.0
 APART_SESSIONS = 10_000  # from this many sessions in the lake, a report's refresh runs in a process of its own
 
 
@@ -516,6 +528,7 @@ class RefreshSummary:
     up_to_date: bool = False  # nothing changed since the last refresh (or this push's): nothing written
     covered: bool = False  # the refresh of another push included this one (later pushes refresh themselves)
     n_attempts: int = 0
+    waited: float = 0.0  # seconds spent waiting for other machines' refreshes (their leases) to end
     seconds: float = 0.0
 
     def line(self, catalog: str) -> str:
@@ -604,7 +617,8 @@ def refresh(catalog: str, machine: str | None = None, covering: int | None = Non
     usually to find there is nothing left to do. ``covering``: the snapshot of the push this refresh is for - once
     a refresh from that snapshot or a later one is in the lake (another machine's, pushed at the same time), this
     one stops: the pushes after it have refreshes of their own (16 machines pushing at once each redid the others'
-    refreshes: 134.5 s in all)."""
+    refreshes: 134.5 s in all). On a PostgreSQL catalog a refresh running holds a lease (``lake_refreshing``) and
+    another waits for it to end before it looks again, instead of computing the same models at once."""
     started = time.perf_counter()
     con = _connect()
     try:
@@ -613,8 +627,9 @@ def refresh(catalog: str, machine: str | None = None, covering: int | None = Non
         attach(con, catalog)
         if not _has_table(con, "lake_sessions"):
             raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
+        summary = RefreshSummary()
         for attempt in range(1, RETRIES + 1):
-            summary = RefreshSummary(n_attempts=attempt)
+            summary = RefreshSummary(n_attempts=attempt, waited=summary.waited)
             try:
                 _refresh_once(con, catalog, summary, machine or default_machine(), started, covering)
                 break
@@ -643,13 +658,90 @@ def _refresh_once(con: duckdb.DuckDBPyConnection, catalog: str, summary: Refresh
         con.execute("""create table if not exists lake.lake_models (
             models_digest VARCHAR, star_snapshot BIGINT, refreshed_at TIMESTAMPTZ, machine_id VARCHAR,
             n_sessions INTEGER, full_build BOOLEAN, seconds DOUBLE)""")
-    now = _snapshot(con)
-    last = _refreshed_from(con, digest)
-    changed = None if last is None else _changed_since(con, last, now)
-    summary.star_snapshot = now
-    if changed == [] or (covering is not None and last is not None and last >= covering):
-        summary.up_to_date, summary.star_snapshot, summary.covered = True, last, changed != []
-        return
+    # leases on a PostgreSQL catalog (a team's): a DuckLake connection waiting on a SQLite catalog kept other
+    # machines from attaching it ("database is locked"), and a DuckDB catalog file is one process's at a time
+    leases = attach_uri(catalog).startswith("ducklake:postgres:")
+    if leases and not _has_table(con, "lake_refreshing"):
+        con.execute("""create table if not exists lake.lake_refreshing (
+            lease_id VARCHAR, models_digest VARCHAR, star_snapshot BIGINT, machine_id VARCHAR,
+            started_at TIMESTAMPTZ, expires_at TIMESTAMPTZ)""")
+    lease = None
+    while True:
+        now = _snapshot(con)
+        last = _refreshed_from(con, digest)
+        changed = None if last is None else _changed_since(con, last, now)
+        summary.star_snapshot = now
+        if changed == [] or (covering is not None and last is not None and last >= covering):
+            summary.up_to_date, summary.star_snapshot, summary.covered = True, last, changed != []
+            return
+        if not leases:
+            break
+        holder = _lease_held(con, digest)
+        if holder is None:  # none running: take the lease; of machines that took one at the same moment, the
+            lease = _take_lease(con, digest, now, machine)  # first one's refresh runs, the others wait for it
+            holder = _lease_held(con, digest)
+            if holder is None or holder[0] == lease:
+                break
+            _give_back(con, catalog, lease)
+            lease = None
+        if not summary.waited:
+            log.info("another refresh is running (%s, from snapshot %d): waiting for it", holder[1], holder[2])
+        time.sleep(LEASE_POLL * random.uniform(0.8, 1.2))
+        summary.waited = time.perf_counter() - started
+    try:
+        _compute(con, catalog, summary, digest, schema, now, last, changed, machine, started)
+    finally:
+        if lease is not None:
+            _give_back(con, catalog, lease)
+
+
+def _give_back(con: duckdb.DuckDBPyConnection, catalog: str, lease: str) -> None:
+    """End a lease, whether its refresh was recorded or failed (the others stop waiting for it). On a connection of
+    its own when this one cannot (still full after running out of memory); a lease not given back lapses."""
+    delete = "delete from lake.lake_refreshing where lease_id = ?"
+    try:
+        con.execute(delete, [lease])
+    except duckdb.Error:
+        other = _connect()
+        try:
+            attach(other, catalog)
+            other.execute(delete, [lease])
+        except duckdb.Error as exc:
+            log.info("the refresh's lease was not given back (it lapses): %s", str(exc).splitlines()[0])
+        finally:
+            other.close()
+
+
+def _lease_held(con: duckdb.DuckDBPyConnection, digest: str) -> tuple[str, str, int] | None:
+    """The lease, machine and star snapshot of the refresh of ``digest`` running now: the first lease taken that
+    has not lapsed and whose refresh is not recorded yet (``lake_models`` from its snapshot or a later one); None
+    when there is none."""
+    found = con.execute("""
+        select r.lease_id, r.machine_id, r.star_snapshot from lake.lake_refreshing as r
+        where r.models_digest = $digest and r.expires_at > now()
+          and not exists (select 1 from lake.lake_models as m
+                          where m.models_digest = $digest and m.star_snapshot >= r.star_snapshot)
+        order by r.started_at, r.lease_id limit 1""", {"digest": digest}).fetchone()
+    return None if found is None else (found[0], found[1], int(found[2]))
+
+
+def _take_lease(con: duckdb.DuckDBPyConnection, digest: str, at: int, machine: str) -> str:
+    """Say in the lake that this machine refreshes ``digest`` from snapshot ``at`` (committed at once, so that the
+    others see it); the lease lapses after LEASE_FACTOR times the usual refresh's seconds (the median of the last
+    five: one that waited on a busy machine is not the usual)."""
+    usual = con.execute("select median(seconds) from (select seconds from lake.lake_models where models_digest = ? "
+                        "order by refreshed_at desc limit 5)", [digest]).fetchone()[0]
+    seconds = max(LEASE_MIN_SECONDS, LEASE_FACTOR * float(usual or 0))
+    lease = uuid.uuid4().hex
+    con.execute("insert into lake.lake_refreshing values (?, ?, ?, ?, now(), now() + to_seconds(?))",
+                [lease, digest, at, machine, seconds])
+    return lease
+
+
+def _compute(con: duckdb.DuckDBPyConnection, catalog: str, summary: RefreshSummary, digest: str, schema: str,
+             now: int, last: int | None, changed: list[str] | None, machine: str, started: float) -> None:
+    """The models of what changed from snapshot ``last`` to ``now`` (or whole), and their record, in one
+    transaction."""
     n_sessions = con.execute(f"select count(*) from ({_chosen(now)})").fetchone()[0]
     summary.full = changed is None or len(changed) > REFRESH_SHARE * n_sessions
     before: list[str] = []
@@ -675,7 +767,7 @@ def _refresh_once(con: duckdb.DuckDBPyConnection, catalog: str, summary: Refresh
             con.execute(f"set search_path = 'lake.{schema},memory.main'")  # the models here, then the star views
             try:
                 run_models(con, sessions, projects=before, temp_macros=True)
-                failures = run_checks(con, sessions=sessions)
+                failures = run_checks(con, sessions=sessions, together=False, models_only=True)
             except duckdb.TransactionException:
                 raise
             except (duckdb.Error, ModelError) as exc:  # a data file of the lake that cannot be read: named

@@ -29,6 +29,30 @@ def test_checks_pass_on_the_sample_and_catch_broken_rows(sample_home, tmp_path):
     assert failed["unique_key_fct_turns"].columns == ["session_id", "turn_index", "n_rows"]
 
 
+def test_the_lakes_refresh_checks_what_reads_a_model_one_query_at_a_time(sample_home, tmp_path):
+    """The lake's refresh runs the checks that read a model (its star tables are rows whose ingests checked them),
+    each in its own query; they find the same failures as all of them at once."""
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    star_alone = sorted(n for n, sql in checks.all_checks() if checks.reads_star_alone(sql))
+    assert star_alone == ["accepted_values", "fk_facts_to_sessions", "turn_indexes_are_dense"]
+    con = duckdb.connect(str(wh))
+    try:
+        assert checks.run_checks(con, together=False, models_only=True) == []
+        con.execute("insert into fct_refs (session_id, ref_type, ref_value) values ('ghost', 'tag', 'v1')")
+        con.execute("insert into report_topics select * from report_topics limit 1")
+        con.execute("insert into dim_files select * from dim_files limit 1")
+        together = {f.name: f.rows for f in checks.run_checks(con)}
+        apart = {f.name: f.rows for f in checks.run_checks(con, together=False)}
+        models = {f.name: f.rows for f in checks.run_checks(con, together=False, models_only=True)}
+    finally:
+        con.close()
+    assert together == apart
+    assert sorted(together) == ["accepted_values", "fk_facts_to_sessions", "unique_key_dim_files",
+                                "unique_key_report_topics"]
+    assert sorted(models) == ["unique_key_dim_files", "unique_key_report_topics"]
+
+
 def test_a_failing_check_fails_the_run_and_leaves_the_warehouse(sample_home, tmp_path, monkeypatch, capsys):
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])

@@ -355,6 +355,60 @@ def test_a_pushs_refresh_stops_once_another_refresh_covered_its_push(machines, t
     assert lake.refresh(catalog).up_to_date
 
 
+def test_a_refresh_waits_for_the_one_running_and_stops_if_it_covered_its_push(pg_server, machines, tmp_path,
+                                                                               monkeypatch):
+    """Machines pushing at once: one refresh runs (its lease row in lake_refreshing) and the others wait for it
+    instead of computing the same models at once; a waiter whose push the running refresh included stops there, one
+    whose push it did not include (or whose holder gave up) computes; a lease that lapsed is not waited for."""
+    import threading
+
+    _root, _homes, warehouses, _together = machines
+    catalog = pg.create_database(pg_server, f"lake_{uuid.uuid4().hex[:8]}")  # a team's catalog
+    monkeypatch.setattr(lake, "LEASE_POLL", 0.05)
+    lake.push(warehouses["laptop"], catalog, data_path=tmp_path / "data", machine="laptop", user="a")
+    later = lake.push(warehouses["desktop"], catalog, machine="desktop", user="b", refresh_models=False)
+    digest = lake.models_digest()
+
+    def write(sql: str, params: list) -> None:  # as another machine
+        con = duckdb.connect(config=extensions.config())
+        lake.attach(con, catalog)
+        con.execute(sql, params)
+        con.close()
+
+    def hold(lease: str, at: int, lapses: str = "10 minutes") -> None:
+        write(f"insert into lake.lake_refreshing values (?, ?, ?, 'elsewhere', now(), now() + interval '{lapses}')",
+              [lease, digest, at])
+
+    def refresh_in_thread(machine: str, covering: int) -> tuple[threading.Thread, list]:
+        done: list = []
+        thread = threading.Thread(target=lambda: done.append(lake.refresh(catalog, machine, covering=covering)))
+        thread.start()
+        return thread, done
+
+    hold("lapsed", later.snapshot, lapses="-1 second")  # a machine that died holding it: not waited for
+    hold("running", later.snapshot)
+    thread, done = refresh_in_thread("desktop", later.snapshot)
+    thread.join(1.5)
+    assert thread.is_alive() and not done  # waiting for "elsewhere"
+    write("delete from lake.lake_refreshing where lease_id = ?", ["running"])  # it gave up: this one computes
+    thread.join(60)
+    assert done and not done[0].up_to_date and done[0].star_snapshot >= later.snapshot and done[0].waited > 0
+
+    third = lake.push(warehouses["ci-runner"], catalog, machine="ci-runner", user="c", refresh_models=False)
+    hold("covering", third.snapshot)
+    thread, done = refresh_in_thread("ci-runner", third.snapshot)
+    thread.join(1.0)
+    assert thread.is_alive()
+    # the running refresh is recorded from a snapshot that includes the waiter's push: it stops, nothing computed
+    write("insert into lake.lake_models values (?, ?, now(), 'elsewhere', 1, false, 1.0)", [digest, third.snapshot])
+    thread.join(60)
+    assert done and done[0].up_to_date and done[0].star_snapshot == third.snapshot and done[0].waited > 0
+    con = _lake(catalog)
+    left = con.execute("select lease_id from lake.lake_refreshing order by 1").fetchall()
+    con.close()
+    assert left == [("covering",), ("lapsed",)]  # the refresh that ran gave its own lease back
+
+
 def test_a_push_whose_refresh_fails_stays_pushed_and_says_so(machines, tmp_path, monkeypatch, capsys):
     from pipeline.models import ModelError
 
