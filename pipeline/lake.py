@@ -410,8 +410,16 @@ def _maintain(con: duckdb.DuckDBPyConnection, keep: str = KEEP) -> MaintainSumma
     if _has_table(con, "lake_refreshing"):  # the leases of refreshes that ended or lapsed (another's running stays)
         with suppress(duckdb.TransactionException):  # a refresh giving its lease back at the same moment
             con.execute("delete from lake.lake_refreshing where expires_at < now()")
-    con.execute("call ducklake_flush_inlined_data('lake')")  # rows small pushes kept in the catalog, as files
-    con.execute("call ducklake_merge_adjacent_files('lake')")
+    # the merge on one thread: it writes the merged rows in session order (sorted tables), and each thread sorts
+    # row groups of its own - on two threads a 1,000-machine lake's first maintenance peaked at 1.07 GB of RSS, on
+    # one 0.73 GB in the same time (9.7 and 9.1 s)
+    threads = con.execute("select current_setting('threads')").fetchone()[0]
+    con.execute("set threads = 1")
+    try:
+        con.execute("call ducklake_flush_inlined_data('lake')")  # rows small pushes kept in the catalog, as files
+        con.execute("call ducklake_merge_adjacent_files('lake')")
+    finally:
+        con.execute(f"set threads = {int(threads)}")
     expired = con.execute(f"call ducklake_expire_snapshots('lake', older_than => now() - interval '{keep}')"
                           ).fetchall()
     out.snapshots_expired = len(expired)
