@@ -598,6 +598,7 @@ def test_connections_that_may_run_at_once_spill_to_folders_of_their_own(tmp_path
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TMPDIR", str(tmp_path / "system-tmp"))
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    monkeypatch.setattr(warehouse, "_PROCESS_TEMP", {})  # this process's folder, as if new (earlier tests made one)
     (tmp_path / "system-tmp").mkdir()
     db = tmp_path / "w.duckdb"
     writer = warehouse.connect(db)
