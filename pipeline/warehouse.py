@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import re
+import shutil
 import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -40,6 +43,9 @@ def memory_limit() -> str:
 
 
 _PROCESS_TEMP: dict[int, str] = {}
+_MADE: list[tuple[int, str]] = []  # (pid, folder) of the spill folders named by this process
+_SWEPT: set[int] = set()
+TEMP_FOLDER = re.compile(r"copilot-warehouse-(\d+)-[0-9a-f]{8}")
 
 
 def private_temp_directory(per_process: bool = False) -> str:
@@ -48,17 +54,57 @@ def private_temp_directory(per_process: bool = False) -> str:
     only), and every process names its spill file the same there (``duckdb_temp_storage_DEFAULT-0.tmp``). Two of
     them spilling at once read each other's blocks: sixteen pushes to one lake at once gave out-of-memory errors
     for blocks of 1-4 GiB and segmentation faults. Under the system's temporary folder (``$TMPDIR``); DuckDB makes
-    it when it first spills and removes it when the connection closes. ``per_process``: one folder for the whole
-    process (a file opened read-only twice in one process is one DuckDB instance, which refuses a second
-    connection with other settings)."""
+    it when it first spills. It does not always remove it (16 pushes at once left 13 empty ones), so the process
+    removes the folders it named when it exits, and the first call of a process removes those of processes that
+    are gone (killed). ``per_process``: one folder for the whole process (a file opened read-only twice in one
+    process is one DuckDB instance, which refuses a second connection with other settings)."""
     import secrets
     import tempfile
 
+    root = Path(tempfile.gettempdir())
+    pid = os.getpid()
+    if pid not in _SWEPT:
+        _SWEPT.add(pid)
+        _sweep(root)
+        if len(_SWEPT) == 1:  # once: a forked child runs its parent's handler, which removes its own pid's folders
+            atexit.register(_remove_made)
+
     def new() -> str:
-        return str(Path(tempfile.gettempdir()) / f"copilot-warehouse-{os.getpid()}-{secrets.token_hex(4)}")
+        path = str(root / f"copilot-warehouse-{pid}-{secrets.token_hex(4)}")
+        _MADE.append((pid, path))
+        return path
     if per_process:
-        return _PROCESS_TEMP.setdefault(os.getpid(), new())
+        return _PROCESS_TEMP[pid] if pid in _PROCESS_TEMP else _PROCESS_TEMP.setdefault(pid, new())
     return new()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs and is not this one (a folder named by this pid before is a dead one's)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid != os.getpid()
+
+
+def _sweep(root: Path) -> None:
+    """Remove the spill folders of processes that are gone."""
+    try:
+        found = list(root.iterdir())
+    except OSError:
+        return
+    for path in found:
+        m = TEMP_FOLDER.fullmatch(path.name)
+        if m and not pid_alive(int(m.group(1))) and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_made() -> None:
+    for pid, path in _MADE:
+        if pid == os.getpid():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,

@@ -624,6 +624,40 @@ def test_connections_that_may_run_at_once_spill_to_folders_of_their_own(tmp_path
     assert not (tmp_path / ".tmp").exists()
 
 
+def test_spill_folders_left_behind_are_removed_by_their_process_or_the_next_one(tmp_path):
+    """DuckDB does not always remove a spill folder it made (pushes at once left empty ones under /tmp): a process
+    removes the folders it named when it exits, whether or not it closed its connections, and the first one of a
+    process removes those of processes that are gone (a killed one's), never a running one's."""
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    left = system_tmp / f"copilot-warehouse-{dead}-0123abcd"  # a killed process's
+    (left / "sub").mkdir(parents=True)
+    running = system_tmp / f"copilot-warehouse-{os.getpid()}-89abcdef"  # this pytest process's (alive)
+    running.mkdir()
+    other = system_tmp / "copilot-warehouse-pg-x1y2"  # not a spill folder
+    other.mkdir()
+    script = """
+import os
+from pipeline import lake
+con = lake._connect()
+con.execute("set memory_limit = '48MB'")
+con.execute("set threads = 1")
+con.execute("select count(*) from (select md5(i::varchar) || md5((i + 1)::varchar) as s from range(1500000) r(i) "
+            "order by s)").fetchall()
+print(con.execute("select current_setting('temp_directory')").fetchone()[0])
+os.makedirs(con.execute("select current_setting('temp_directory')").fetchone()[0], exist_ok=True)
+# exits with the connection open
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True,
+                         env={**os.environ, "TMPDIR": str(system_tmp)})
+    used = Path(out.stdout.strip())
+    assert used.parent == system_tmp
+    assert not used.exists() and not left.exists()
+    assert running.exists() and other.exists()
+
+
 def test_release_cache_gives_back_duckdbs_memory_and_keeps_the_limit(tmp_path, monkeypatch):
     """The star rebuild gives back the memory DuckDB keeps after reading (warehouse.release_cache)."""
     from pipeline import warehouse

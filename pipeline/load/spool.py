@@ -20,6 +20,7 @@ import duckdb
 
 from ..parts import write_part
 from ..schema import to_arrow
+from ..warehouse import pid_alive
 
 if TYPE_CHECKING:
     import polars as pl
@@ -79,23 +80,13 @@ def run_folder(warehouse: str | Path) -> Path:
     parent = Path(warehouse).resolve().parent
     for old in parent.glob(RUN_FOLDER_PREFIX + "*"):
         pid = old.name[len(RUN_FOLDER_PREFIX):].split("-", 1)[0]
-        alive = pid.isdigit() and _alive(int(pid))
+        alive = pid.isdigit() and pid_alive(int(pid))
         # an older version named them without the pid: stale once a day old
         stale = not alive if pid.isdigit() else time.time() - old.stat().st_mtime > 86400
         if stale and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
             log.info("removed %s, left by an ingest that did not finish", old)
     return Path(tempfile.mkdtemp(prefix=f"{RUN_FOLDER_PREFIX}{os.getpid()}-", dir=parent))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != os.getpid()
 
 
 def insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict] | pa.Table | pl.DataFrame) -> int:
