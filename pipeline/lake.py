@@ -278,7 +278,9 @@ class MaintainSummary:
     keep: str = KEEP
 
     def line(self, catalog: str) -> str:
-        return (f"maintained {describe(catalog)}: {self.files_before:,} data files merged into {self.files_after:,}, "
+        # the count may grow: the rows DuckLake held in the catalog are written out as files first
+        return (f"maintained {describe(catalog)}: data files {self.files_before:,} -> {self.files_after:,} (inlined "
+                "rows written out, small files merged), "
                 f"{self.snapshots_expired:,} snapshots older than {self.keep} expired, {self.files_deleted:,} "
                 "files deleted" + (f", the models of {self.models_dropped} other version"
                                    + ("s" if self.models_dropped != 1 else "") + " dropped"
