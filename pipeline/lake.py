@@ -119,6 +119,12 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _busy(exc: Exception) -> bool:
+    """Whether a DuckDB error says a SQLite catalog is locked by another machine's transaction (SQLite takes one
+    writer at a time): wait and try again, as for a conflict."""
+    return "database is locked" in str(exc)
+
+
 def attach(con: duckdb.DuckDBPyConnection, catalog: str, *, data_path: str | Path | None = None,
            read_only: bool = False, alias: str = "lake") -> None:
     """Attach the lake as ``alias``. The data path is needed only when the lake is created; DuckLake
@@ -149,13 +155,13 @@ def attach(con: duckdb.DuckDBPyConnection, catalog: str, *, data_path: str | Pat
                                 "for every later push and report)") from exc
             # a DuckDB catalog file is open in one process at a time: another push or report of the lake has it
             # (DuckDB's lock), so this one waits its turn, up to $COPILOT_WAREHOUSE_LOCK_WAIT seconds (else 60)
-            if locked(exc):
+            if locked(exc) or _busy(exc):
                 if time.monotonic() >= deadline:
                     raise LakeError(
                         f"the lake's catalog {describe(catalog)} stayed in use by another process for {wait:g} s (a "
                         "push, a report or a maintenance of the lake: a DuckDB catalog file is open in one process "
-                        "at a time); run again when it is done - a team whose machines push at once wants a "
-                        "PostgreSQL catalog (see the README's Team mode)") from exc
+                        "at a time, a SQLite one written by one at a time); run again when it is done - a team "
+                        "whose machines push at once wants a PostgreSQL catalog (see the README's Team mode)") from exc
                 if not waited:
                     log.info("the lake's catalog %s is in use by another process: waiting for it", describe(catalog))
                     waited = True
@@ -344,7 +350,9 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
                 with transaction(con):
                     _push_once(con, summary, local, metrics_only, started, force)
                 break
-            except duckdb.TransactionException as exc:  # another machine committed first: read again, redo
+            except duckdb.Error as exc:  # another machine committed first (or holds the SQLite catalog): redo
+                if not isinstance(exc, duckdb.TransactionException) and not _busy(exc):
+                    raise
                 if attempt == RETRIES:
                     raise LakeError(f"push gave up after {attempt} conflicts: {str(exc).splitlines()[0]}") from exc
                 log.info("push conflicted with another machine's (attempt %d); retrying", attempt)
@@ -643,8 +651,9 @@ def refresh(catalog: str, machine: str | None = None, covering: int | None = Non
             try:
                 _refresh_once(con, catalog, summary, machine or default_machine(), started, covering)
                 break
-            except duckdb.TransactionException as exc:  # another refresh (or a maintenance) committed first
-                if not re.search(r"conflict|failed to commit|locked", str(exc), re.IGNORECASE):
+            except duckdb.Error as exc:  # another refresh (or a maintenance) committed first, or holds SQLite
+                if not (isinstance(exc, duckdb.TransactionException) and re.search(
+                        r"conflict|failed to commit|locked", str(exc), re.IGNORECASE)) and not _busy(exc):
                     raise
                 if attempt == RETRIES:
                     raise LakeError(f"the lake's models were not refreshed after {attempt} conflicts: "

@@ -61,7 +61,7 @@ def export_parquet(warehouse: str | Path, out_dir: str | Path, force: bool = Fal
     con = connect(warehouse, read_only=True)  # first: a report that cannot start leaves no empty folder
     result = TreeResult("parquet")
     try:
-        limit = memory_limit_unless_set(LAKE_READ_MEMORY if hasattr(warehouse, "reader") else EXPORT_MEMORY)
+        limit = _read_memory(warehouse, EXPORT_MEMORY)
         con.execute(f"set memory_limit = '{limit}'")
         out_dir.mkdir(parents=True, exist_ok=True)
         root = out_dir.resolve()
@@ -113,8 +113,7 @@ def write_search(warehouse: str | Path, site_dir: Path, projects: dict[str, str]
     con = connect(warehouse, read_only=True)
     result = TreeResult("site")
     try:
-        lake = hasattr(warehouse, "reader")  # a lake read where it is
-        con.execute(f"set memory_limit = '{memory_limit_unless_set(LAKE_READ_MEMORY) if lake else _report_memory()}'")
+        con.execute(f"set memory_limit = '{_read_memory(warehouse, REPORT_MEMORY)}'")
         index = SearchIndex(con, projects, site_dir, force)
         for files in index.files():  # a few files at a time: the index is never held whole
             write_files(files, site_dir, result, force)
@@ -505,6 +504,13 @@ REPORT_MEMORY = "256MB"
 
 def _report_memory() -> str:
     return memory_limit_unless_set(REPORT_MEMORY)
+
+
+def _read_memory(warehouse: str | Path, usual: str) -> str:
+    """DuckDB's memory limit for the export or the search index reading ``warehouse``: ``usual``, or
+    LAKE_READ_MEMORY for a lake read where it is (a ``lake.Lake``, which opens a ``reader``); either way
+    ``$COPILOT_WAREHOUSE_MEMORY`` when set."""
+    return memory_limit_unless_set(LAKE_READ_MEMORY if hasattr(warehouse, "reader") else usual)
 
 
 # fewer sessions are rendered here: starting the workers costs about what they save (report of 197
