@@ -525,8 +525,8 @@ REFRESH_SHARE = 0.25  # past this share of the sessions changed since the last r
 REFRESH_MEMORY = "512MB"
 # a refresh running holds a lease row in lake_refreshing; others wait for it instead of computing the same models
 # at once (16 pushes at once into 1,000 machines each computed for ~100 s on two cores, 265 s in all). A lease
-# lapses after LEASE_FACTOR times the last refresh's seconds, at least LEASE_MIN_SECONDS (a machine that died
-# holding it); a waiter looks again every LEASE_POLL seconds.
+# lapses after LEASE_FACTOR times the usual refresh's seconds (the median of the last five), at least
+# LEASE_MIN_SECONDS (a machine that died holding it); a waiter looks again every LEASE_POLL seconds.
 LEASE_FACTOR = 4
 LEASE_MIN_SECONDS = 120.0
 LEASE_POLL = 1.0

@@ -73,9 +73,11 @@ def private_temp_directory(per_process: bool = False) -> str:
         path = str(root / f"copilot-warehouse-{pid}-{secrets.token_hex(4)}")
         _MADE.append((pid, path))
         return path
-    if per_process:
-        return _PROCESS_TEMP[pid] if pid in _PROCESS_TEMP else _PROCESS_TEMP.setdefault(pid, new())
-    return new()
+    if not per_process:
+        return new()
+    if pid not in _PROCESS_TEMP:
+        _PROCESS_TEMP[pid] = new()
+    return _PROCESS_TEMP[pid]
 
 
 def pid_alive(pid: int) -> bool:
