@@ -589,6 +589,14 @@ MODELS = MARTS + [
         ("cost_source", "VARCHAR", ""), ("day", "DATE", "UTC day."),
     ),
     _t(
+        "int_session_days", "one row per session x UTC day with activity", ["session_id", "day"],
+        "A session's activity per day, the base of report_activity_daily: kept for the changed sessions alone.",
+        ("session_id", "VARCHAR", ""), ("day", "DATE", "UTC day."),
+        ("n_sessions", "INTEGER", "1 on the day the session started, else 0."),
+        ("n_turns", "INTEGER", "Prompts that day."), ("n_tool_calls", "INTEGER", "Tool calls started that day."),
+        ("n_failed_tool_calls", "INTEGER", ""),
+    ),
+    _t(
         "int_stopwords", "one row per stopword", ["term"],
         "English and programming filler words left out of topics and search.",
         ("term", "VARCHAR", "Lower-case word."),

@@ -12,7 +12,7 @@ from .conftest import rows
 def test_checks_pass_on_the_sample_and_catch_broken_rows(sample_home, tmp_path):
     wh = tmp_path / "w.duckdb"
     summary = ingest(wh, [sample_home])
-    assert summary.n_checks_run == len(checks.all_checks()) == 38 + 5  # 38 declared keys, 5 in sql/checks
+    assert summary.n_checks_run == len(checks.all_checks()) == 39 + 5  # 39 declared keys, 5 in sql/checks
     con = duckdb.connect(str(wh))
     try:
         assert checks.run_checks(con) == []

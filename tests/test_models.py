@@ -194,3 +194,41 @@ def test_a_build_logs_its_time_and_its_slowest_models(tmp_path, caplog):
     assert len(named) == SLOWEST and {n for n, _ in named} <= set(built)
     secs = [float(s) for _, s in named]
     assert secs == sorted(secs, reverse=True) and sum(secs) <= float(m.group(1)) + 0.01 * SLOWEST
+
+
+def test_a_scope_of_few_keys_is_listed_in_the_sql_and_of_many_read_from_its_table():
+    """The scope of an incremental build is written into the SQL as literals while it is small (DuckDB skips the
+    files and row groups outside a list, not outside a subquery), quotes doubled; a large scope, or one holding a
+    character that is not printable, is read from its table."""
+    import pipeline.models as models_module
+    from pipeline.warehouse import key_table
+
+    con = duckdb.connect()
+    key_table(con, "_few", ["s2", "it's", "s1"])
+    assert models_module._keys(con, "_few") == "('it''s', 's1', 's2')"
+    assert con.execute("select count(*) from (select 'it''s' as k) where k in ('it''s', 's1', 's2')").fetchone() == (1,)
+    key_table(con, "_many", [f"s{i}" for i in range(models_module.INLINE_KEYS + 1)])
+    assert models_module._keys(con, "_many") == '(select key from "_many")'
+    key_table(con, "_odd", ["s1", "a\nb"])
+    assert models_module._keys(con, "_odd") == '(select key from "_odd")'
+    key_table(con, "_none", [])
+    assert models_module._keys(con, "_none") == '(select key from "_none")'
+    con.close()
+
+
+def test_an_incremental_build_leaves_a_model_that_reads_no_table_as_the_whole_build_made_it(sample_home, tmp_path):
+    """int_stopwords is a constant list: an incremental build does not make it again (a whole build does)."""
+    from pipeline.models import load_models
+
+    assert [m.name for m in load_models() if m.layer != "macros" and not m.reads] == ["int_stopwords"]
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    n = rows(wh, "select count(*) from int_stopwords")[0][0]
+    con = duckdb.connect(str(wh))
+    con.execute("delete from int_stopwords where term = 'the'")
+    sessions = [r[0] for r in con.execute("select session_id from dim_sessions order by 1 limit 1").fetchall()]
+    run_models(con, sessions)
+    assert con.execute("select count(*) from int_stopwords").fetchone() == (n - 1,)
+    run_models(con)
+    assert con.execute("select count(*) from int_stopwords").fetchone() == (n,)
+    con.close()

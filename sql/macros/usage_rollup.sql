@@ -1,8 +1,9 @@
--- usage_rollup(period): the legs of int_usage_legs summed per period ('day', 'week' or 'month'; UTC,
--- ISO weeks), project and model. Figures sum what the legs record; a leg that does not record a figure
--- is counted in n_legs_unknown_input / n_legs_unknown_cost instead of being taken as 0, so a sum with a
--- non-zero count beside it is a lower bound. The report_usage_* models are this per period.
-create or replace macro usage_rollup(period) as table
+-- usage_rollup(period, legs := 'int_usage_legs'): the legs of int_usage_legs (or of the table or CTE that
+-- legs names, with its columns) summed per period ('day', 'week' or 'month'; UTC, ISO weeks), project and
+-- model. Figures sum what the legs record; a leg that does not record a figure is counted in
+-- n_legs_unknown_input / n_legs_unknown_cost instead of being taken as 0, so a sum with a non-zero count
+-- beside it is a lower bound. The report_usage_* models are this per period.
+create or replace macro usage_rollup(period, legs := 'int_usage_legs') as table
     select
         project_id,
         model,
@@ -20,5 +21,5 @@ create or replace macro usage_rollup(period) as table
         (count(*) filter (where input_tokens is null and requests > 0))::integer as n_legs_unknown_input,
         (count(*) filter (where cost_source = 'unknown'))::integer as n_legs_unknown_cost,
         (count(*) filter (where cost_source = 'estimated'))::integer as n_legs_estimated_cost
-    from int_usage_legs
+    from query_table(legs)
     group by project_id, model, date_trunc(period, day)::date

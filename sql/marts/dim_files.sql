@@ -1,5 +1,8 @@
 -- dim_files: one row per file of a project that a tool call or session_files touched, from the
--- sessions' files (int_session_files, written by the star build), with how many sessions touched it
+-- sessions' files (int_session_files, written by the star build), with how many sessions touched it.
+-- A file belongs to the project of the sessions that touched it (its id is made of the two): an ingest
+-- rebuilds the files of the projects its changed sessions belong to (before and after the change).
+-- incremental: project_id
 with
 
 session_files as (

@@ -1,6 +1,8 @@
 -- dim_projects: one row per project, from the sessions that ran in it. Repository and root path
 -- are those of the latest session that names one; ties are broken by a fixed order, so the same
--- sessions give the same rows whatever order their files were read in.
+-- sessions give the same rows whatever order their files were read in. A project's row is its sessions':
+-- an ingest rebuilds the projects its changed sessions belong to (before and after the change).
+-- incremental: project_id
 with
 
 sessions as (

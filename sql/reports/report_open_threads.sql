@@ -1,5 +1,6 @@
 -- report_open_threads: one row per session whose checkpoints name next steps: those of its latest
 -- such checkpoint, i.e. where the session left off
+-- incremental: session_id
 with
 
 session_checkpoints as (

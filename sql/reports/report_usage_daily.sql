@@ -1,9 +1,16 @@
 -- report_usage_daily: one row per day x project x model with model use (UTC),
--- the legs of int_usage_legs summed by the usage_rollup macro (sql/macros/usage_rollup.sql)
+-- the legs of int_usage_legs summed by the usage_rollup macro (sql/macros/usage_rollup.sql). A project's rows
+-- are its sessions' legs: an ingest rebuilds the projects its changed sessions belong to (before and after)
+-- (usage_legs is read by the macro, which names it: the linter misses that)
+-- incremental: project_id
 with
 
+usage_legs as (  -- noqa: ST03
+    select * from int_usage_legs
+),
+
 rollup as (
-    select * from usage_rollup('day')
+    select * from usage_rollup('day', legs := 'usage_legs')
 )
 
 select
