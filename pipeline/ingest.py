@@ -29,7 +29,7 @@ from .extract.parallel import read_all
 from .load import star
 from .load.spool import Spool, prune_texts, run_folder
 from .load.state import Plan, SourceState, keep_gone, restore_gone
-from .models import models_current, projects_of, run_models
+from .models import models_current, run_models, scopes_of
 from .redact import store_paths
 from .runs import RunSummary, new_run_id, record_run
 from .schema import MODELS, STAR
@@ -218,7 +218,7 @@ def _build(run: _Run) -> None:
     """The star rows of the sessions that changed, then the SQL models and the checks."""
     run.tell(0, 0, "star schema")
     sessionless = run.state.sessionless_changed
-    before = projects_of(run.con, run.affected)  # a session can move: its old project's model rows change too
+    before = scopes_of(run.con, run.affected)  # a session can move: its old project's model rows change too
     changed = star.rebuild(run.con, sorted(run.affected), run.folder / "star", run.root_repos, run.chars,
                            run.compare, sessionless)
     if run.affected:  # ids no session answers to: an empty chat, a file that names none (said in the summary)
@@ -235,7 +235,7 @@ def _build(run: _Run) -> None:
     whole = run.full or run.upgrade or run.new_models or not models_current(run.con)
     scope = None if whole else sorted(changed)  # None: every session
     run.tell(0, 0, "SQL models")
-    run_models(run.con, scope, projects=before)
+    run_models(run.con, scope, before=before)
     run.phase("models")
     run.tell(0, 0, "data checks")
     failures = run_checks(run.con, sessions=scope)

@@ -36,7 +36,7 @@ import duckdb
 
 from . import extensions
 from .checks import ChecksFailed, run_checks
-from .models import ModelError, load_models, models_digest, projects_of, run_models
+from .models import ModelError, load_models, models_digest, run_models, scopes_of
 from .schema import ALL_TABLES, STAR, TABLES
 from .warehouse import (
     LOCK_WAIT,
@@ -763,11 +763,11 @@ def _compute(con: duckdb.DuckDBPyConnection, catalog: str, summary: RefreshSumma
     transaction."""
     n_sessions = con.execute(f"select count(*) from ({_chosen(now)})").fetchone()[0]
     summary.full = changed is None or len(changed) > REFRESH_SHARE * n_sessions
-    before: list[str] = []
+    before: dict[str, list[str]] = {}
     try:
         if not summary.full:
-            _star_views(con, last)  # the projects the changed sessions belonged to (a session can move)
-            before = projects_of(con, changed)
+            _star_views(con, last)  # the projects and people of the changed sessions then (a session can move)
+            before = scopes_of(con, changed)
         _star_views(con, now)
     except duckdb.Error as exc:
         raise _unreadable(catalog, None, exc) from exc
@@ -785,7 +785,7 @@ def _compute(con: duckdb.DuckDBPyConnection, catalog: str, summary: RefreshSumma
             con.execute(f'use lake."{schema}"')
             con.execute(f"set search_path = 'lake.{schema},memory.main'")  # the models here, then the star views
             try:
-                run_models(con, sessions, projects=before, temp_macros=True)
+                run_models(con, sessions, before=before, temp_macros=True)
                 failures = run_checks(con, sessions=sessions, together=False, models_only=True)
             except duckdb.TransactionException:
                 raise

@@ -21,6 +21,8 @@ A header line configures a model, dbt style:
   changed: a session can move to another project), the same way. An import CTE of a table without
   ``project_id`` but with ``session_id`` is narrowed to the sessions of those projects (a project's
   rows are its sessions' rows).
+- ``-- incremental: user_name``: the same per person (``dim_sessions.user_name``, who pushed the session to
+  team mode's lake; ``(this machine)`` where none did).
 
 A model that reads no table (a constant list) is built in a whole build alone.
 """
@@ -52,8 +54,12 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IMPORT = re.compile(r"^(\w+) as ((?:not )?materialized )?\([ \t]*(?:--[^\n]*)?\s*select \* from (\w+)\s*\)",
                      re.MULTILINE)
 _TEMP_MACRO = re.compile(r"\bcreate\s+or\s+replace\s+macro\b", re.IGNORECASE)
-SCOPES = {"session_id": "_scope", "project_id": "_scope_projects"}  # an incremental model's key: its scope's table
-SCOPE_SESSIONS = {"session_id": "_scope", "project_id": "_scope_project_sessions"}  # ... and the sessions it holds
+SCOPES = {"session_id": "_scope", "project_id": "_scope_projects", "user_name": "_scope_users"}  # a key: its table
+THIS_MACHINE = "(this machine)"  # the person of the sessions nobody pushed (as the report_people* models say it)
+# a key other than session_id: a session's value of it, from dim_sessions
+OF_SESSION = {"project_id": "project_id", "user_name": f"coalesce(user_name, '{THIS_MACHINE}')"}
+# a key's scope: the table of the sessions it holds
+SCOPE_SESSIONS = {"session_id": "_scope", **{key: f"{SCOPES[key]}_sessions" for key in OF_SESSION}}
 
 
 def sql_dir() -> Path:
@@ -147,33 +153,37 @@ def models_current(con: duckdb.DuckDBPyConnection, root: Path | None = None) -> 
 MODELS_META = "models_digest"  # the _meta key of the models' digest at their last whole build
 
 
-def projects_of(con: duckdb.DuckDBPyConnection, sessions: list[str] | set[str]) -> list[str]:
-    """The projects ``sessions`` belong to in ``dim_sessions`` (read before their star rows change: the projects
-    they belonged to, which ``run_models`` needs beside those they belong to now)."""
+def scopes_of(con: duckdb.DuckDBPyConnection, sessions: list[str] | set[str]) -> dict[str, list[str]]:
+    """The projects and people ``sessions`` belong to in ``dim_sessions`` (``{"project_id": [...], "user_name":
+    [...]}``; read before their star rows change: where they belonged, which ``run_models`` needs beside where they
+    belong now)."""
     sessions = sorted(s for s in sessions if s)
     if not sessions:
-        return []
+        return {key: [] for key in OF_SESSION}
     keys = key_table(con, "_of_sessions", sessions)
-    found = [r[0] for r in con.execute(f"select distinct project_id from dim_sessions where session_id in {keys} "
-                                       "and project_id is not null order by 1").fetchall()]
+    found = {key: [r[0] for r in con.execute(f"select distinct {of} from dim_sessions where session_id in {keys} "
+                                             f"and {of} is not null order by 1").fetchall()]
+             for key, of in OF_SESSION.items()}
     con.execute('drop table "_of_sessions"')
     return found
 
 
 def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None,
-               root: Path | None = None, projects: list[str] | tuple[str, ...] = (),
+               root: Path | None = None, before: dict[str, list[str]] | None = None,
                temp_macros: bool = False) -> list[str]:
     """(Re)build every macro and model in the connection's current schema; ``sessions`` limits the incremental
-    models to the rows of those sessions, and of the projects they belong to now and ``projects`` (those they
-    belonged to before the change) - None: everything. ``temp_macros``: the macros made in this connection alone
-    (a lake's models: its transaction writes the lake and nothing else). Returns the names of the models (not
-    macros) in build order."""
+    models to the rows of those sessions, and of the projects and people they belong to now and ``before``
+    (``scopes_of`` the sessions before the change) - None: everything. ``temp_macros``: the macros made in this
+    connection alone (a lake's models: its transaction writes the lake and nothing else). Returns the names of the
+    models (not macros) in build order."""
     seconds: dict[str, float] = {}  # of each model (not macro) built, in build order
     if sessions is not None:
-        key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to, and their projects
-        key_table(con, "_scope_projects", sorted(set(projects) | set(projects_of(con, sessions))))
-        con.execute('create or replace temp table "_scope_project_sessions" as select session_id as key '
-                    'from dim_sessions where project_id in (select key from "_scope_projects") or project_id is null')
+        key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to, their projects, people
+        now = scopes_of(con, sessions)
+        for key, of in OF_SESSION.items():
+            key_table(con, SCOPES[key], sorted(set((before or {}).get(key, ())) | set(now[key])))
+            con.execute(f'create or replace temp table "{SCOPE_SESSIONS[key]}" as select session_id as key '
+                        f'from dim_sessions where {of} in (select key from "{SCOPES[key]}") or {of} is null')
     keys = {table: _keys(con, table) for table in {*SCOPES.values(), *SCOPE_SESSIONS.values()}} \
         if sessions is not None else {}
     tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = current_schema() "

@@ -299,14 +299,15 @@ def test_the_lake_models_follow_each_push_and_equal_ones_computed_over_the_whole
                                                                                        monkeypatch, share):
     """Each push refreshes the lake's models: the first builds them whole; later ones (a session that grew, a new
     machine's session) take only the rows of the sessions they changed, and of their projects (DuckLake's table
-    changes of lake_sessions since the last refresh) - or whole, past REFRESH_SHARE. Every model then equals the
-    models computed over the whole lake; a reader pinned at an earlier snapshot still reads the lake as it was."""
+    changes of lake_sessions since the last refresh) - or whole, past REFRESH_SHARE; the laptop's second push names
+    another person, whose rows take its sessions from the first. Every model then equals the models computed over
+    the whole lake; a reader pinned at an earlier snapshot still reads the lake as it was."""
     _root, homes, warehouses, _together = machines
     catalog = str(tmp_path / "lake.duckdb")
     monkeypatch.setattr(lake, "REFRESH_SHARE", share)
 
-    def push(machine: str, wh: Path) -> lake.PushSummary:
-        return lake.push(wh, catalog, data_path=tmp_path / "data", machine=machine, user=f"u-{machine}")
+    def push(machine: str, wh: Path, user: str = "") -> lake.PushSummary:
+        return lake.push(wh, catalog, data_path=tmp_path / "data", machine=machine, user=user or f"u-{machine}")
     for m in ("laptop", "desktop"):
         first = push(m, warehouses[m])
         assert first.refreshed is not None and first.refreshed.full == (m == "laptop" or share == 0.0)
@@ -321,7 +322,7 @@ def test_the_lake_models_follow_each_push_and_equal_ones_computed_over_the_whole
                  '"timestamp":"2026-10-05T12:00:00.000Z"}\n')
     ingest(grown, [home])
     with caplog.at_level(logging.INFO, logger="pipeline.lake"):
-        summaries = [push("laptop", grown), push("ci-runner", warehouses["ci-runner"])]
+        summaries = [push("laptop", grown, "ana"), push("ci-runner", warehouses["ci-runner"])]
     # the laptop's two sessions (read from another folder: their rows name it), then the CI runner's one
     assert [(s.refreshed.full, s.refreshed.n_sessions) for s in summaries] == (
         [(False, 2), (False, 1)] if share else [(True, 4), (True, 5)])
@@ -331,7 +332,7 @@ def test_the_lake_models_follow_each_push_and_equal_ones_computed_over_the_whole
                              [t.name for t in STAR + MODELS]) == []
     assert rows_of(stored, "select count(*) from fct_turns where user_message = 'and the lexer too'") == [(1,)]
     assert rows_of(stored, "select user_name, n_sessions from report_people order by 1") == [
-        ("u-ci-runner", 1), ("u-desktop", 2), ("u-laptop", 2)]
+        ("ana", 2), ("u-ci-runner", 1), ("u-desktop", 2)]
     con = before.reader()  # as one report's processes read the lake: at the snapshot it started at
     try:
         assert con.execute("select user_name, n_sessions from report_people order by 1").fetchall() == [

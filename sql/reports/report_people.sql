@@ -1,5 +1,7 @@
 -- report_people: one row per person. In team mode the person is who pushed the session (`push --user`);
--- in a machine's own warehouse there is one row, `(this machine)`.
+-- in a machine's own warehouse there is one row, `(this machine)`. A person's row is their sessions': a change
+-- rebuilds the people of the changed sessions (before and after).
+-- incremental: user_name
 with
 
 sessions as (

@@ -1,5 +1,7 @@
 -- report_people_usage_weekly: one row per ISO week (UTC, Monday first) x person x model with model use;
--- the legs of int_usage_legs summed, as report_usage_weekly does per project
+-- the legs of int_usage_legs summed, as report_usage_weekly does per project; a change rebuilds the people of
+-- the changed sessions (before and after)
+-- incremental: user_name
 with
 
 sessions as (
