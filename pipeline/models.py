@@ -184,8 +184,13 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
             key_table(con, SCOPES[key], sorted(set((before or {}).get(key, ())) | set(now[key])))
             con.execute(f'create or replace temp table "{SCOPE_SESSIONS[key]}" as select session_id as key '
                         f'from dim_sessions where {of} in (select key from "{SCOPES[key]}") or {of} is null')
-    keys = {table: _keys(con, table) for table in {*SCOPES.values(), *SCOPE_SESSIONS.values()}} \
-        if sessions is not None else {}
+    keys: dict[str, str | None] = {}
+    if sessions is not None:
+        keys = {table: _keys(con, table) for table in {*SCOPES.values(), *SCOPE_SESSIONS.values()}}
+        n_sessions = con.execute("select count(*) from dim_sessions").fetchone()[0]
+        for key in OF_SESSION:  # a scope of most sessions (a home's few projects, its one person): built whole
+            if WHOLE_SHARE * n_sessions <= con.execute(f'select count(*) from "{SCOPE_SESSIONS[key]}"').fetchone()[0]:
+                keys[SCOPES[key]] = None
     tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = current_schema() "
                                         "and database_name = current_database()").fetchall()}
     for model in load_models(root):
@@ -214,6 +219,9 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
 
 SLOWEST = 5  # models named, with their seconds, in the log line of a build (`-v`)
 INLINE_KEYS = 256  # a scope of at most this many keys is written into the SQL as a list
+# a model kept per project or person is built whole when the scope's projects or people hold this share of the
+# sessions: narrowing each table to most of its rows costs more than reading them all
+WHOLE_SHARE = 0.5
 
 
 def _keys(con: duckdb.DuckDBPyConnection, table: str) -> str:
@@ -246,9 +254,10 @@ def narrowed(sql: str, key: str, scope: str, sessions: str | None = None) -> str
     return _IMPORT.sub(narrow, sql)
 
 
-def _build(con: duckdb.DuckDBPyConnection, model: Model, scopes: dict[str, str], exists: bool = True,
+def _build(con: duckdb.DuckDBPyConnection, model: Model, scopes: dict[str, str | None], exists: bool = True,
            temp_macros: bool = False) -> None:
-    """Build ``model``: whole, or (``scopes``: each scope table's keys, see ``_keys``) for the scope's keys."""
+    """Build ``model``: whole, or (``scopes``: each scope table's keys, see ``_keys``; None: a scope built whole)
+    for the scope's keys."""
     if model.layer == "macros":
         con.execute(_TEMP_MACRO.sub("create or replace temp macro", model.sql) if temp_macros else model.sql)
         return
@@ -257,7 +266,7 @@ def _build(con: duckdb.DuckDBPyConnection, model: Model, scopes: dict[str, str],
     select = f"select {cols} from ({model.sql})"
     if scopes and exists and not model.reads:  # a constant: as the last whole build left it
         return
-    if scopes and model.incremental:
+    if scopes and model.incremental and scopes[SCOPES[model.incremental]] is not None:
         key = model.incremental
         scope = scopes[SCOPES[key]]  # the scope's table: filled by run_models
         in_scope = f'"{key}" is null or "{key}" in {scope}'

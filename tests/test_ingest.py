@@ -753,18 +753,19 @@ def test_the_models_run_for_the_sessions_whose_star_rows_changed(sample_home, tm
     assert snapshot(wh, tables) == incremental
 
 
-@pytest.mark.parametrize("listed", [True, False], ids=["keys-listed", "keys-in-a-table"])
+@pytest.mark.parametrize("scope", ["listed", "table", "whole"])
 def test_a_session_that_moves_to_another_project_leaves_its_old_project_rebuilt(sample_home, tmp_path, monkeypatch,
-                                                                                 listed):
+                                                                                 scope):
     """The per-project models (topics, file importance and coupling, tool and model usage, files, projects) rebuild
     the projects of the changed sessions alone - where the sessions belong now and where they belonged before: a
     session whose folder changed leaves its old project's rows as a full rebuild has them, not with its terms and
-    files still counted there. The same with the scope's keys written into the SQL (few) or read from its table
-    (many)."""
+    files still counted there. The same with the scope's keys written into the SQL (few), read from its table
+    (many), or with the per-project and per-person models built whole (a scope of most sessions)."""
     import pipeline.ingest as ingest_module
     import pipeline.models as models_module
 
-    if not listed:
+    monkeypatch.setattr(models_module, "WHOLE_SHARE", 0 if scope == "whole" else 2)
+    if scope == "table":
         monkeypatch.setattr(models_module, "INLINE_KEYS", 0)
 
     wh = tmp_path / "w.duckdb"
