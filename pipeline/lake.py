@@ -50,6 +50,7 @@ from .warehouse import (
     memory_limit_unless_set,
     private_temp_directory,
     quiet,
+    sql_literal,
     transaction,
 )
 
@@ -115,10 +116,6 @@ def describe(catalog: str) -> str:
     return str(Path(catalog).expanduser())
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _busy(exc: Exception) -> bool:
     """Whether a DuckDB error says a SQLite catalog is locked by another machine's transaction (SQLite takes one
     writer at a time): wait and try again, as for a conflict."""
@@ -136,10 +133,10 @@ def attach(con: duckdb.DuckDBPyConnection, catalog: str, *, data_path: str | Pat
     options = []
     if data_path is not None:
         Path(data_path).expanduser().mkdir(parents=True, exist_ok=True)
-        options.append(f"data_path {_quote(str(Path(data_path).expanduser().resolve()) + '/')}")
+        options.append(f"data_path {sql_literal(str(Path(data_path).expanduser().resolve()) + '/')}")
     if read_only:
         options.append("read_only")
-    sql = f"attach {_quote(uri)} as {alias}" + (f" ({', '.join(options)})" if options else "")
+    sql = f"attach {sql_literal(uri)} as {alias}" + (f" ({', '.join(options)})" if options else "")
     wait = float(os.environ.get("COPILOT_WAREHOUSE_LOCK_WAIT") or LOCK_WAIT)
     deadline, waited = time.monotonic() + wait, False
     attempt = 0
@@ -330,7 +327,7 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
     try:
         con.execute("set TimeZone = 'UTC'")
         try:
-            con.execute(f"attach {_quote(str(Path(warehouse).resolve()))} as wh (read_only)")
+            con.execute(f"attach {sql_literal(str(Path(warehouse).resolve()))} as wh (read_only)")
         except duckdb.Error as exc:
             if locked(exc):
                 raise WarehouseBusy(f"{warehouse} is being written by another process: push when it is done") \

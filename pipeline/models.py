@@ -39,7 +39,7 @@ from pathlib import Path
 import duckdb
 
 from .schema import MODELS, TABLES, Table
-from .warehouse import comment, key_table, meta, set_meta
+from .warehouse import comment, key_table, meta, set_meta, sql_literal
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +232,7 @@ def _keys(con: duckdb.DuckDBPyConnection, table: str) -> str:
                         f'limit {INLINE_KEYS + 1}').fetchall()
     if not found or len(found) > INLINE_KEYS or any(not k.isprintable() for (k,) in found):
         return f'(select key from "{table}")'
-    return "(" + ", ".join("'" + k.replace("'", "''") + "'" for (k,) in found) + ")"
+    return "(" + ", ".join(sql_literal(k) for (k,) in found) + ")"
 
 
 def narrowed(sql: str, key: str, scope: str, sessions: str | None = None) -> str:

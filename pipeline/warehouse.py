@@ -533,14 +533,15 @@ def format_version(con: duckdb.DuckDBPyConnection, created: list[str]) -> int:
 
 
 def comment(con: duckdb.DuckDBPyConnection, t: Table, kind: str = "table") -> None:
-    con.execute(f'comment on {kind} "{t.name}" is ' + _lit(f"{t.description} Grain: {t.grain}."))
+    con.execute(f'comment on {kind} "{t.name}" is ' + sql_literal(f"{t.description} Grain: {t.grain}."))
     for c in t.columns:
         if c.description:
-            con.execute(f'comment on column "{t.name}"."{c.name}" is ' + _lit(c.description))
+            con.execute(f'comment on column "{t.name}"."{c.name}" is ' + sql_literal(c.description))
 
 
-def _lit(s: str) -> str:
-    # COMMENT ON takes a literal, not a parameter; quote it as SQL does
+def sql_literal(s: str) -> str:
+    """``s`` as an SQL string literal, quoted as SQL does (for what takes no parameter: COMMENT ON, ATTACH, a
+    path read by a table function, a list of keys written into a query)."""
     return "'" + s.replace("'", "''") + "'"
 
 

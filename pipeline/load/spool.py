@@ -20,7 +20,7 @@ import duckdb
 
 from ..parts import write_part
 from ..schema import to_arrow
-from ..warehouse import pid_alive
+from ..warehouse import pid_alive, sql_literal
 
 if TYPE_CHECKING:
     import polars as pl
@@ -223,15 +223,12 @@ class Spool:
     def _insert(self, table: str, files: list[Path]) -> None:
         """INSERT ``files`` into ``table``: each part's event indexes shifted as ``add_part`` was told, matched
         by its file name."""
-        def quoted(path: Path) -> str:
-            return "'" + str(path).replace("'", "''") + "'"
-
-        listed = ", ".join(quoted(f) for f in files)
+        listed = ", ".join(sql_literal(str(f)) for f in files)
         shifts = [(f, self.shifts[f]) for f in files if self.shifts.get(f)]
         if not shifts:
             insert_from(self.con, table, f"read_parquet([{listed}])")
             return
-        cases = " ".join(f"when {quoted(f)} then {int(n)}" for f, n in shifts)
+        cases = " ".join(f"when {sql_literal(str(f))} then {int(n)}" for f, n in shifts)
         shift = f'(case "{_PART_FILE}" {cases} else 0 end)'
         insert_from(self.con, table, f"read_parquet([{listed}], filename = '{_PART_FILE}')", shift, _PART_FILE)
 

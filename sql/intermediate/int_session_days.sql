@@ -16,69 +16,47 @@ tool_calls as (
     select * from fct_tool_calls
 ),
 
-session_starts as (
+activity as (
+    -- one row per thing that happened, counted in its column
     select
         session_id,
-        timezone('UTC', started_at)::date as day,
-        count(*)::integer as n_sessions
+        started_at,
+        1 as n_sessions,
+        0 as n_turns,
+        0 as n_tool_calls,
+        0 as n_failed_tool_calls
     from sessions
-    where started_at is not null
-    group by session_id, timezone('UTC', started_at)::date
-),
-
-turn_days as (
+    union all
     select
         session_id,
-        timezone('UTC', started_at)::date as day,
-        count(*)::integer as n_turns
+        started_at,
+        0 as n_sessions,
+        1 as n_turns,
+        0 as n_tool_calls,
+        0 as n_failed_tool_calls
     from turns
-    where started_at is not null
-    group by session_id, timezone('UTC', started_at)::date
-),
-
-call_days as (
+    union all
     select
         session_id,
-        timezone('UTC', started_at)::date as day,
-        count(*)::integer as n_tool_calls,
-        (count(*) filter (where not is_success))::integer as n_failed_tool_calls
+        started_at,
+        0 as n_sessions,
+        0 as n_turns,
+        1 as n_tool_calls,
+        case when not is_success then 1 else 0 end as n_failed_tool_calls
     from tool_calls
-    where started_at is not null
-    group by session_id, timezone('UTC', started_at)::date
 ),
 
 session_days as (
     select
         session_id,
-        day
-    from session_starts
-    union
-    select
-        session_id,
-        day
-    from turn_days
-    union
-    select
-        session_id,
-        day
-    from call_days
-),
-
-activity as (
-    select
-        session_days.session_id,
-        session_days.day,
-        coalesce(session_starts.n_sessions, 0) as n_sessions,
-        coalesce(turn_days.n_turns, 0) as n_turns,
-        coalesce(call_days.n_tool_calls, 0) as n_tool_calls,
-        coalesce(call_days.n_failed_tool_calls, 0) as n_failed_tool_calls
-    from session_days
-    left join session_starts
-        on session_days.session_id = session_starts.session_id and session_days.day = session_starts.day
-    left join turn_days
-        on session_days.session_id = turn_days.session_id and session_days.day = turn_days.day
-    left join call_days
-        on session_days.session_id = call_days.session_id and session_days.day = call_days.day
+        timezone('UTC', started_at)::date as day,
+        sum(n_sessions)::integer as n_sessions,
+        sum(n_turns)::integer as n_turns,
+        sum(n_tool_calls)::integer as n_tool_calls,
+        sum(n_failed_tool_calls)::integer as n_failed_tool_calls
+    from activity
+    where started_at is not null
+    group by session_id, timezone('UTC', started_at)::date
 )
 
-select * from activity
+select * from session_days
