@@ -30,6 +30,7 @@ from .load import star
 from .load.spool import Spool, prune_texts, run_folder
 from .load.state import Plan, SourceState, keep_gone, restore_gone
 from .models import models_current, run_models, scopes_of
+from .processes import gc_paused
 from .redact import store_paths
 from .runs import RunSummary, new_run_id, record_run
 from .schema import MODELS, STAR
@@ -77,6 +78,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     summary = RunSummary(new_run_id(now), "full" if full else "incremental", roots)
     with ExitStack() as held:
         held.enter_context(writing(warehouse))  # this tool's readers (serve's searches) wait for the run
+        held.enter_context(gc_paused())  # the run's rows and plans are no cycles (see processes.gc_paused)
         con = connect(warehouse)
         held.callback(con.close)
         folder = run_folder(warehouse)

@@ -7,7 +7,6 @@ generated from them (``python -m pipeline docs``).
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -980,9 +979,8 @@ def to_arrow(table: str, rows: list[dict]) -> pa.Table:
         return schema.empty_table()
     if len(schema) < 2:
         return pa.Table.from_pylist(rows, schema=schema)
-    try:
-        # column by column from one transposition: ~1.5x faster than from_pylist's per-cell lookups
-        columns = zip(*map(operator.itemgetter(*schema.names), rows), strict=True)
-    except KeyError:
-        return pa.Table.from_pylist(rows, schema=schema)
+    # each row's values taken at once, then the columns by one transposition: a row's dict is read while it is in
+    # the CPU's cache (from_pylist, and gathering a column across all the rows, walk every dict once per column)
+    names = schema.names
+    columns = zip(*[tuple(map(row.get, names)) for row in rows], strict=True)
     return pa.table([pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)], schema=schema)

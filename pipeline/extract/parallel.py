@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
 from ..parts import write_part
+from ..processes import gc_paused, stop_pool
 from ..processes import pool as worker_pool
-from ..processes import stop_pool
 from ..redact import Redactor, stored_path
 from ..schema import INT32, INT64, TABLES, to_arrow
 from ..sources import APPEND_KINDS
@@ -203,6 +203,7 @@ def _redact_table_rows(tables: dict[str, list[dict]], ctx: Context, enabled: boo
                     row[key] = stored_path(value, enabled) if key in ("_source_path", "session_id") else redact(value)
 
 
+@gc_paused()
 def read_batch(jobs: list[tuple[Source, Prior | None]], run_id: str, redact: bool,
                scratch: str | None = None, to_parts: bool = False) -> Batch:
     """Read the jobs' sources in order; ``to_parts`` (a worker's batch, with a ``scratch`` folder): their rows
@@ -384,6 +385,7 @@ def _count_lines(fh: BinaryIO, nbytes: int) -> int:
     return n
 
 
+@gc_paused()
 def read_part(source: Source, part: Part, run_id: str, redact: bool, scratch: str | None, first: int = 0,
               spent: tuple[int, int] = (0, 0)) -> PartRead:
     """Read one part of a large event log (its events numbered from ``first``, rejoining broken events with

@@ -12,11 +12,13 @@ import os
 from pathlib import Path
 
 from ..parts import read_part, write_part
+from ..processes import gc_paused
 
 # a frame's columns read as polars categoricals: the path of the log, 4 bytes a row instead of ~140
 CATEGORICAL = {name: ("_source_path",) for name in ("stg_events", "stg_tool_events", "stg_tool_requests")}
 
 
+@gc_paused()
 def build_batch(parts: dict[str, str], root_repos: dict[str, str], present_part: str, out: str) -> dict:
     """The star rows of the batch whose staging rows are in ``parts`` (frame name -> Parquet file), written
     to Parquet parts under ``out``: {table: (file, rows)}. ``present_part``: the sources on disk."""
