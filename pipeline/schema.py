@@ -977,8 +977,6 @@ def to_arrow(table: str, rows: list[dict]) -> pa.Table:
     schema = arrow_schema(table)
     if not rows:
         return schema.empty_table()
-    if len(schema) < 2:
-        return pa.Table.from_pylist(rows, schema=schema)
     # each row's values taken at once, then the columns by one transposition: a row's dict is read while it is in
     # the CPU's cache (from_pylist, and gathering a column across all the rows, walk every dict once per column)
     names = schema.names
