@@ -27,7 +27,7 @@ import socket
 import subprocess
 import time
 import uuid
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -80,6 +80,10 @@ KEEP = "7 days"  # snapshots younger than this stay (time travel), and files sch
 #   out of memory (the warehouse's own row groups: 16,384 rows, see warehouse.row_group_size).
 LAKE_OPTIONS = {"target_file_size": "16000000", "parquet_row_group_size": "16384"}
 SQLITE_CROWDED = 5  # conflicts in one push to a .sqlite catalog past which the push recommends PostgreSQL
+SQLITE_CROWDED_WAIT = 60.0  # or seconds it waited for its turn (other machines' pushes and refreshes)
+# how long a push, refresh or maintenance of a .sqlite catalog waits for the writers ahead of it
+# ($COPILOT_WAREHOUSE_LOCK_WAIT when set): a refresh of a large lake takes minutes
+TURN_WAIT = 900.0
 
 
 class LakeError(Exception):
@@ -114,6 +118,53 @@ def describe(catalog: str) -> str:
             db = re.match(r"[a-z]+://[^/?#]*/([^/?#\s]+)", conninfo, re.IGNORECASE)
         return f"postgres database {db.group(1) if db else '?'}"
     return str(Path(catalog).expanduser())
+
+
+@contextmanager
+def _turn(catalog: str):
+    """The block as the one writer of a SQLite catalog (its value: the seconds waited for the others): an advisory
+    lock on a file beside it (``<catalog>.writer``), waited for. Writers of a SQLite catalog that retried into each
+    other instead livelocked on a loaded machine: a refresh's transaction (seconds of models) failed on the catalog
+    locked by another push's attempt, and that push's attempts failed on the catalog locked by the refresh, until
+    one gave up (6 pushes at once: 1 landed, 145 retries, 360 s). Other catalogs need no turn: PostgreSQL takes
+    concurrent transactions (and refreshes hold a lease), a DuckDB catalog file is open in one process at a time;
+    without ``fcntl`` (Windows) nor does this."""
+    uri = attach_uri(catalog)
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
+    if fcntl is None or not uri.startswith("ducklake:sqlite:"):
+        yield 0.0
+        return
+    gate = Path(uri.removeprefix("ducklake:sqlite:") + ".writer")
+    try:
+        gate.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(gate, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise LakeError(f"cannot open {gate}, the turn of the lake's writers: {exc.strerror}") from exc
+    try:
+        wait = float(os.environ.get("COPILOT_WAREHOUSE_LOCK_WAIT") or TURN_WAIT)
+        asked = time.monotonic()
+        deadline, waited = asked + wait, False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LakeError(
+                        f"another push, refresh or maintenance kept writing the lake's SQLite catalog "
+                        f"{describe(catalog)} for {wait:g} s: run again when it is done - a team whose machines "
+                        "push at once wants a PostgreSQL catalog (see the README's Team mode)") from None
+                if not waited:
+                    log.info("another push, refresh or maintenance is writing the lake's SQLite catalog %s: "
+                             "waiting for its turn", describe(catalog))
+                    waited = True
+                time.sleep(random.uniform(0.02, 0.08))
+        yield time.monotonic() - asked if waited else 0.0
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
 
 
 def _busy(exc: Exception) -> bool:
@@ -339,32 +390,35 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
         if missing:  # checked before the lake is attached: a lake is never created for nothing
             raise LakeError(f"{warehouse} is not a warehouse of this tool (no {missing[0]}): push the one "
                             "`ingest` wrote")
-        attach(con, catalog, data_path=data_path)
-        local = _digests(con, metrics_only)
-        for attempt in range(1, RETRIES + 1):
-            summary.n_attempts = attempt
-            try:
-                with transaction(con):
-                    _push_once(con, summary, local, metrics_only, started, force)
-                break
-            except duckdb.Error as exc:  # another machine committed first (or holds the SQLite catalog): redo
-                if not isinstance(exc, duckdb.TransactionException) and not _busy(exc):
-                    raise
-                if attempt == RETRIES:
-                    raise LakeError(f"push gave up after {attempt} conflicts: {str(exc).splitlines()[0]}") from exc
-                log.info("push conflicted with another machine's (attempt %d); retrying", attempt)
-                time.sleep(random.uniform(0.05, 0.2) * attempt)
-        if summary.n_attempts > SQLITE_CROWDED and ":sqlite:" in attach_uri(catalog):
-            log.warning("this push waited for %d other pushes to the SQLite catalog %s: a team that pushes at once "
-                        "has outgrown it - a PostgreSQL catalog takes concurrent pushes without retries (see the "
-                        "README's Team mode)", summary.n_attempts - 1, describe(catalog))
-        summary.snapshot = _snapshot(con)
-        n_pushes = con.execute("select count(*) from lake.lake_pushes").fetchone()[0]
-        if summary.n_sessions_new + summary.n_sessions_changed and n_pushes % MAINTAIN_EVERY == 0:
-            try:  # every MAINTAIN_EVERY pushes the push that makes the count tidies the lake
-                summary.maintained = _maintain(con)
-            except duckdb.Error as exc:  # another machine maintaining or pushing: the next one will
-                log.info("maintenance left to a later push: %s", str(exc).splitlines()[0])
+        with _turn(catalog) as waited:  # the one writer of a SQLite catalog meanwhile
+            attach(con, catalog, data_path=data_path)
+            local = _digests(con, metrics_only)
+            for attempt in range(1, RETRIES + 1):
+                summary.n_attempts = attempt
+                try:
+                    with transaction(con):
+                        _push_once(con, summary, local, metrics_only, started, force)
+                    break
+                except duckdb.Error as exc:  # another machine committed first (or holds the SQLite catalog): redo
+                    if not isinstance(exc, duckdb.TransactionException) and not _busy(exc):
+                        raise
+                    if attempt == RETRIES:
+                        raise LakeError(f"push gave up after {attempt} conflicts: {str(exc).splitlines()[0]}") \
+                            from exc
+                    log.info("push conflicted with another machine's (attempt %d); retrying", attempt)
+                    time.sleep(random.uniform(0.05, 0.2) * attempt)
+            if (summary.n_attempts > SQLITE_CROWDED or waited > SQLITE_CROWDED_WAIT) and \
+                    ":sqlite:" in attach_uri(catalog):
+                log.warning("this push waited %.0f s and retried %d times for other pushes to the SQLite catalog %s: "
+                            "a team that pushes at once has outgrown it - a PostgreSQL catalog takes concurrent pushes "
+                            "(see the README's Team mode)", waited, summary.n_attempts - 1, describe(catalog))
+            summary.snapshot = _snapshot(con)
+            n_pushes = con.execute("select count(*) from lake.lake_pushes").fetchone()[0]
+            if summary.n_sessions_new + summary.n_sessions_changed and n_pushes % MAINTAIN_EVERY == 0:
+                try:  # every MAINTAIN_EVERY pushes the push that makes the count tidies the lake
+                    summary.maintained = _maintain(con)
+                except duckdb.Error as exc:  # another machine maintaining or pushing: the next one will
+                    log.info("maintenance left to a later push: %s", str(exc).splitlines()[0])
     finally:
         con.close()
     if refresh_models and summary.n_sessions_new + summary.n_sessions_changed:
@@ -386,8 +440,9 @@ def maintain(catalog: str, keep: str = KEEP) -> MaintainSummary:
     files stay until a later cleanup, and a conflict leaves the lake as it was."""
     con = _connect()
     try:
-        attach(con, catalog)
-        return _maintain(con, keep)
+        with _turn(catalog):
+            attach(con, catalog)
+            return _maintain(con, keep)
     finally:
         con.close()
 
@@ -543,7 +598,7 @@ class RefreshSummary:
     up_to_date: bool = False  # nothing changed since the last refresh (or this push's): nothing written
     covered: bool = False  # the refresh of another push included this one (later pushes refresh themselves)
     n_attempts: int = 0
-    waited: float = 0.0  # seconds spent waiting for other machines' refreshes (their leases) to end
+    waited: float = 0.0  # seconds spent waiting for other refreshes: their leases, a SQLite catalog's turn
     seconds: float = 0.0
 
     def line(self, catalog: str) -> str:
@@ -639,24 +694,25 @@ def refresh(catalog: str, machine: str | None = None, covering: int | None = Non
     try:
         con.execute("set TimeZone = 'UTC'")
         con.execute(f"set memory_limit = '{memory_limit_unless_set(REFRESH_MEMORY)}'")
-        attach(con, catalog)
-        if not _has_table(con, "lake_sessions"):
-            raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
-        summary = RefreshSummary()
-        for attempt in range(1, RETRIES + 1):
-            summary = RefreshSummary(n_attempts=attempt, waited=summary.waited)
-            try:
-                _refresh_once(con, catalog, summary, machine or default_machine(), started, covering)
-                break
-            except duckdb.Error as exc:  # another refresh (or a maintenance) committed first, or holds SQLite
-                if not (isinstance(exc, duckdb.TransactionException) and re.search(
-                        r"conflict|failed to commit|locked", str(exc), re.IGNORECASE)) and not _busy(exc):
-                    raise
-                if attempt == RETRIES:
-                    raise LakeError(f"the lake's models were not refreshed after {attempt} conflicts: "
-                                    f"{str(exc).splitlines()[0]}") from exc
-                log.info("refresh conflicted with another (attempt %d); reading again", attempt)
-                time.sleep(random.uniform(0.05, 0.2) * attempt)
+        with _turn(catalog) as waited:  # the one writer of a SQLite catalog meanwhile
+            attach(con, catalog)
+            if not _has_table(con, "lake_sessions"):
+                raise LakeError(f"the lake {describe(catalog)} holds nothing yet: `push` to it first")
+            summary = RefreshSummary(waited=waited)
+            for attempt in range(1, RETRIES + 1):
+                summary = RefreshSummary(n_attempts=attempt, waited=summary.waited)
+                try:
+                    _refresh_once(con, catalog, summary, machine or default_machine(), started, covering)
+                    break
+                except duckdb.Error as exc:  # another refresh (or a maintenance) committed first, or holds SQLite
+                    if not (isinstance(exc, duckdb.TransactionException) and re.search(
+                            r"conflict|failed to commit|locked", str(exc), re.IGNORECASE)) and not _busy(exc):
+                        raise
+                    if attempt == RETRIES:
+                        raise LakeError(f"the lake's models were not refreshed after {attempt} conflicts: "
+                                        f"{str(exc).splitlines()[0]}") from exc
+                    log.info("refresh conflicted with another (attempt %d); reading again", attempt)
+                    time.sleep(random.uniform(0.05, 0.2) * attempt)
     finally:
         con.close()
     summary.seconds = time.perf_counter() - started

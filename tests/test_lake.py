@@ -708,6 +708,54 @@ def test_a_crowded_sqlite_catalog_recommends_postgresql(machines, tmp_path, monk
     assert "has outgrown it - a PostgreSQL catalog" in caplog.text
 
 
+
+def test_writers_of_a_sqlite_catalog_take_turns_instead_of_retrying_into_each_other(machines, tmp_path, monkeypatch,
+                                                                                   caplog, capsys):
+    """Pushes, refreshes and maintenances of a SQLite catalog wait for the writer ahead of them (a lock file beside the
+    catalog) and then run once; retrying into each other instead, 6 pushes at once on a loaded machine livelocked
+    with a refresh: 1 of 6 landed, after 360 s. Past $COPILOT_WAREHOUSE_LOCK_WAIT the wait is one line."""
+    import threading
+
+    _root, _homes, warehouses, _together = machines
+    catalog = str(tmp_path / "lake.sqlite")
+    lake.push(warehouses["laptop"], catalog, data_path=tmp_path / "data", machine="laptop", user="a")
+    assert (tmp_path / "lake.sqlite.writer").exists()
+
+    def waits_its_turn(fn, *args, **kwargs):
+        done = []
+        with lake._turn(catalog) as waited:  # another writer's turn, held by this test
+            assert waited == 0.0
+            worker = threading.Thread(target=lambda: done.append(fn(*args, **kwargs)))
+            worker.start()
+            worker.join(1.0)
+            assert worker.is_alive() and not done  # waiting, not retrying nor failing
+        worker.join(60)
+        assert done
+        return done[0]
+
+    with caplog.at_level("INFO", logger="pipeline.lake"):
+        pushed = waits_its_turn(lake.push, warehouses["desktop"], catalog, machine="desktop", user="b",
+                                refresh_models=False)
+        assert pushed.n_attempts == 1 and pushed.n_sessions_new > 0
+        refreshed = waits_its_turn(lake.refresh, catalog, "desktop")
+        assert not refreshed.up_to_date and refreshed.n_attempts == 1 and refreshed.waited >= 1.0
+        maintained = waits_its_turn(lake.maintain, catalog, "0 seconds")
+        assert maintained.snapshots_expired > 0
+    assert caplog.text.count("waiting for its turn") == 3 and "conflicted" not in caplog.text
+
+    monkeypatch.setenv("COPILOT_WAREHOUSE_LOCK_WAIT", "0.3")
+    capsys.readouterr()
+    with lake._turn(catalog):
+        assert main(["push", "--lake", catalog, "--warehouse", str(warehouses["ci-runner"]), "--machine", "ci-runner",
+                     "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "kept writing the lake's SQLite catalog" in err[0] and "for 0.3 s" in err[0], err
+    with lake._turn(str(tmp_path / "other.duckdb")) as waited:  # a DuckDB catalog file has DuckDB's own lock
+        assert waited == 0.0 and not (tmp_path / "other.duckdb.writer").exists()
+    assert main(["push", "--lake", catalog, "--warehouse", str(warehouses["ci-runner"]), "--machine", "ci-runner",
+                 "--quiet"]) == 0
+
+
 _HOLD = """
 import sys, time, duckdb
 from pipeline import extensions, lake
