@@ -10,7 +10,7 @@ ARGS ?=
 
 help:  ## list the targets (with the values they use now; change them as in make bench SIZE=256)
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}' \
-		| sed -e 's|$$(WAREHOUSE)|$(WAREHOUSE)|g' -e 's|$$(SIZE)|$(SIZE)|g'
+		| sed -e 's|$$(WAREHOUSE)|$(WAREHOUSE)|g' -e 's|$$(SIZE)|$(SIZE)|g' -e 's|$$(TEST_WORKERS)|$(TEST_WORKERS)|g'
 	@echo "  values: WAREHOUSE=$(WAREHOUSE) SIZE=$(SIZE) ARGS='$(ARGS)'"
 
 $(STAMP): pyproject.toml
@@ -36,11 +36,13 @@ models: $(STAMP)  ## rebuild the SQL models in sql/ on $(WAREHOUSE) and run the 
 demo: $(STAMP)  ## ingest + report on the bundled sample corpus into data/demo/
 	$(PY) -m pipeline demo $(ARGS)
 
-test: $(STAMP)  ## run the test suite
-	$(PY) -m pytest $(ARGS)
+# test processes (pytest-xdist): the cores, at most 4; TEST_WORKERS=0 runs the tests in this process
+TEST_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+test: $(STAMP)  ## run the test suite on $(TEST_WORKERS) processes
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(ARGS)
 
 test-fast: $(STAMP)  ## the edit-test loop: the suite without its slow modules (tests/conftest.SLOW_MODULES)
-	$(PY) -m pytest -m "not slow" $(ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(ARGS)
 
 lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
 	$(VENV)/bin/ruff check pipeline tests
