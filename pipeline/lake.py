@@ -139,10 +139,11 @@ def _turn(catalog: str):
         return
     gate = Path(uri.removeprefix("ducklake:sqlite:") + ".writer")
     try:
-        gate.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(gate, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise LakeError(f"cannot open {gate}, the turn of the lake's writers: {exc.strerror}") from exc
+    except OSError as exc:  # a folder this user may only read (a refresh that finds nothing to write): no turn
+        log.info("no writers' turn for %s (%s): conflicts are retried", describe(catalog), exc.strerror)
+        yield 0.0
+        return
     try:
         wait = float(os.environ.get("COPILOT_WAREHOUSE_LOCK_WAIT") or TURN_WAIT)
         asked = time.monotonic()
