@@ -163,6 +163,9 @@ def _turn(catalog: str):
                              "waiting for its turn", describe(catalog))
                     waited = True
                 time.sleep(random.uniform(0.02, 0.08))
+            except OSError as exc:  # a file system that takes no locks (some network shares): no turn
+                log.info("no writers' turn for %s (%s): conflicts are retried", describe(catalog), exc.strerror)
+                break
         yield time.monotonic() - asked if waited else 0.0
     finally:
         os.close(fd)  # the lock goes with the descriptor
