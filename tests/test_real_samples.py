@@ -623,3 +623,41 @@ def test_final_answers_apart_from_progress_notes_and_permission_events_known(tmp
     assert rows(wh, "select sum(n_unknown_events) from dim_sessions")[0][0] == sum(
         1 for log in _logs("mitchwindoo-github-copilot").values() for line in log.read_bytes().splitlines()
         if line.strip() and json.loads(line).get("type") not in KNOWN_TYPES)
+
+
+def test_every_real_log_read_as_it_grew_gives_the_warehouse_a_full_ingest_gives(tmp_path):
+    """Copilot appends to its logs while a user ingests. Every JSONL file of every real folder (CLI event logs, VS
+    Code chat sessions, transcripts, debug logs) cut at a line, then inside a line (a record half written), then
+    whole, with an ingest at each step: every table equals one full ingest of the whole files (tools.compare)."""
+    from tools.compare import differences
+
+    folders = [p for root in (REAL, REAL_NEW) for p in sorted(root.iterdir()) if p.is_dir()] \
+        if REAL.is_dir() else []
+    if not folders:
+        pytest.skip(f"real samples not available at {REAL}")
+    homes, users = [], []
+    for k, folder in enumerate(folders):
+        for src in [folder / "copilot-home", *sorted(folder.glob("vscode-user*"))]:
+            if src.is_dir():
+                dst = tmp_path / "homes" / f"{k:02d}-{folder.name}" / src.name
+                shutil.copytree(src, dst, symlinks=True)
+                (homes if src.name == "copilot-home" else users).append(dst)
+    logs = {p: p.read_bytes() for top in homes + users for p in sorted(top.rglob("*.jsonl"))
+            if p.is_file() and not p.is_symlink()}
+    assert len(logs) > 50
+    grown = tmp_path / "grown.duckdb"
+
+    def at_line(data: bytes) -> bytes:  # the first third of its lines
+        lines = data.splitlines(keepends=True)
+        return b"".join(lines[:len(lines) // 3])
+
+    summaries = []
+    for cut in (at_line, lambda data: data[:len(data) * 2 // 3], lambda data: data):
+        for path, data in logs.items():
+            path.write_bytes(cut(data))
+        summaries.append(ingest(grown, homes, users))
+    assert [s.mode for s in summaries] == ["full", "incremental", "incremental"]
+    assert summaries[2].n_records > 0 and summaries[2].n_sessions_changed > 20
+    whole = tmp_path / "whole.duckdb"
+    ingest(whole, homes, users, full=True)
+    assert differences(whole, grown) == []
