@@ -897,8 +897,8 @@ BOOKKEEPING = [
         ("source_path", "VARCHAR", "Absolute path."), ("kind", "VARCHAR", "Reader that handles it."),
         ("session_id", "VARCHAR", "Session, for per-session files."),
         ("size", "BIGINT", ""), ("mtime_ns", "BIGINT", ""),
-        ("fingerprint", "VARCHAR", "Size and mtime (of every file, for a folder; of db and -wal, for the store; "
-                                    "of an append-only log also its change time and inode where kept)."),
+        ("fingerprint", "VARCHAR", "Size, mtime and, where the system keeps them, change time and inode (of every "
+                                    "file, for a folder; size and mtime of db and -wal, for the store)."),
         ("last_good_offset", "BIGINT", "Bytes read to the end of the last complete record."),
         ("good_line", "BIGINT", "1-based line that starts at last_good_offset (append-only logs)."),
         ("tail_digest", "VARCHAR", "md5 of the 4 KiB ending at last_good_offset."),

@@ -20,8 +20,8 @@ class SourceKind:
     name: str
     client: str  # "cli" or "vscode": who wrote it (a vscode.metadata.json in a CLI session folder is VS Code's)
     files: str  # where it lives, for people
-    # "stat": size and mtime (of every file, for a folder); "log": those, and where the system keeps one, the time
-    # of the file's last change and its inode (see extract.base.log_fingerprint); "sqlite": database + WAL
+    # "stat": size, mtime and, where the system keeps them, the time of the last change and the inode (of every file,
+    # for a folder; see extract.base.stat_fingerprint); "sqlite": database + WAL
     fingerprint: str = "stat"
     append_only: bool = False  # a grown file is read from its last good offset
     row_kinds: tuple[str, ...] = ()  # the source_kind values of its stg_events / stg_session_meta rows
@@ -30,9 +30,9 @@ class SourceKind:
 
 KINDS: dict[str, SourceKind] = {k.name: k for k in (
     # Copilot CLI home (~/.copilot)
-    SourceKind("events", "cli", "session-state/<id>/events.jsonl", fingerprint="log", append_only=True,
+    SourceKind("events", "cli", "session-state/<id>/events.jsonl", append_only=True,
                row_kinds=("events",), precedence={"events": 0}),
-    SourceKind("legacy_jsonl", "cli", "session-state/<id>.jsonl (CLI <= 0.0.3xx)", fingerprint="log",
+    SourceKind("legacy_jsonl", "cli", "session-state/<id>.jsonl (CLI <= 0.0.3xx)",
                append_only=True,
                row_kinds=("legacy_jsonl",), precedence={"legacy_jsonl": 1}),
     SourceKind("history_json", "cli", "history-session-state/session_<id>_<ms>.json", row_kinds=("history_json",),
@@ -48,13 +48,13 @@ KINDS: dict[str, SourceKind] = {k.name: k for k in (
     SourceKind("desktop_db", "cli", "data.db (the desktop app: totals per session; read in place, read-only, "
                "through an allow-list)", fingerprint="sqlite", row_kinds=("desktop",)),
     SourceKind("otel", "cli", "otel/*.jsonl (an OpenTelemetry file export: COPILOT_OTEL_FILE_EXPORTER_PATH)",
-               fingerprint="log", append_only=True, row_kinds=("otel",)),
+               append_only=True, row_kinds=("otel",)),
     # VS Code (a session folder's vscode.metadata.json, and the User folder)
     SourceKind("vscode_metadata", "vscode", "session-state/<id>/vscode.metadata.json", row_kinds=("vscode_metadata",)),
     SourceKind("chat_session", "vscode", "workspaceStorage/<hash>/chatSessions/<id>.json|.jsonl",
                row_kinds=("chat_session", "vscode_chat"), precedence={"chat_session": 3}),
     SourceKind("transcript", "vscode", "workspaceStorage/<hash>/GitHub.copilot-chat/transcripts/<id>.jsonl",
-               fingerprint="log", append_only=True, row_kinds=("transcript", "vscode_transcript"),
+               append_only=True, row_kinds=("transcript", "vscode_transcript"),
                precedence={"transcript": 4}),
     SourceKind("debug_log", "vscode",
                "workspaceStorage/<hash>/GitHub.copilot-chat/debug-logs/<id>/ (a folder, read whole: main.jsonl, "

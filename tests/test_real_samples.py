@@ -625,14 +625,9 @@ def test_final_answers_apart_from_progress_notes_and_permission_events_known(tmp
         if line.strip() and json.loads(line).get("type") not in KNOWN_TYPES)
 
 
-def test_every_real_log_read_as_it_grew_gives_the_warehouse_a_full_ingest_gives(tmp_path):
-    """Copilot appends to its logs while a user ingests. Every JSONL file of every real folder (CLI event logs, VS
-    Code chat sessions, transcripts, debug logs) cut at a line, then inside a line (a record half written), then
-    whole, with an ingest at each step: every table equals one full ingest of the whole files (tools.compare)."""
-    from tools.compare import differences
-
-    folders = [p for root in (REAL, REAL_NEW) for p in sorted(root.iterdir()) if p.is_dir()] \
-        if REAL.is_dir() else []
+def _all_real_sources(tmp_path: Path) -> tuple[list[Path], list[Path]]:
+    """Every Copilot home and VS Code User folder of both batches, copied under ``tmp_path`` (tests change them)."""
+    folders = [p for root in (REAL, REAL_NEW) if root.is_dir() for p in sorted(root.iterdir()) if p.is_dir()]
     if not folders:
         pytest.skip(f"real samples not available at {REAL}")
     homes, users = [], []
@@ -642,6 +637,49 @@ def test_every_real_log_read_as_it_grew_gives_the_warehouse_a_full_ingest_gives(
                 dst = tmp_path / "homes" / f"{k:02d}-{folder.name}" / src.name
                 shutil.copytree(src, dst, symlinks=True)
                 (homes if src.name == "copilot-home" else users).append(dst)
+    return homes, users
+
+
+def test_every_real_file_edited_in_place_with_its_mtime_set_back_is_read_again(tmp_path):
+    """Every text file of every real folder (logs, workspace.yaml, checkpoints, plans, chats, memories) edited in place
+    after an ingest - a word "the" past its middle upper-cased, its size kept and its mtime set back - then ingested
+    again: every table equals a full ingest of the edited files (before fingerprints held the change time and inode
+    of every source, 18 tables differed)."""
+    import os
+
+    from tools.compare import differences
+
+    homes, users = _all_real_sources(tmp_path)
+    edited = tmp_path / "edited.duckdb"
+    ingest(edited, homes, users)
+    n = 0
+    for path in sorted(p for top in homes + users for p in top.rglob("*") if p.suffix in (".jsonl", ".json", ".yaml",
+                                                                                          ".md")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        data, st = path.read_bytes(), path.stat()
+        word = re.compile(rb"\bthe\b")  # in prose: the file stays as readable as it was
+        found = word.search(data, len(data) // 2) or word.search(data)
+        if found is None:
+            continue
+        path.write_bytes(data[:found.start()] + b"THE" + data[found.end():])
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        n += 1
+    assert n > 200
+    again = ingest(edited, homes, users)
+    assert again.n_files_read > 150
+    whole = tmp_path / "whole.duckdb"
+    ingest(whole, homes, users, full=True)
+    assert differences(whole, edited) == []
+
+
+def test_every_real_log_read_as_it_grew_gives_the_warehouse_a_full_ingest_gives(tmp_path):
+    """Copilot appends to its logs while a user ingests. Every JSONL file of every real folder (CLI event logs, VS
+    Code chat sessions, transcripts, debug logs) cut at a line, then inside a line (a record half written), then
+    whole, with an ingest at each step: every table equals one full ingest of the whole files (tools.compare)."""
+    from tools.compare import differences
+
+    homes, users = _all_real_sources(tmp_path)
     logs = {p: p.read_bytes() for top in homes + users for p in sorted(top.rglob("*.jsonl"))
             if p.is_file() and not p.is_symlink()}
     assert len(logs) > 50

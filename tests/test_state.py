@@ -1,6 +1,7 @@
 """What the warehouse remembers of each source (load/state.py) never misses a change nor counts a file twice:
-an edit in place before where reading stopped, a log swapped for another of the same size and mtime, a
-rebuild from scratch after a session folder was deleted, a home named twice or through a link."""
+an edit in place before where reading stopped, a log swapped for another of the same size and mtime, any source
+edited with its mtime set back, a rebuild from scratch after a session folder was deleted, a home named twice or
+through a link."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import shutil
 
 from pipeline.ingest import ingest
 
-from .conftest import rows
+from .conftest import SAMPLE_HOME, rows
 
 PROMPT = "deploy with password=hunter2hunter2 to staging"
 
@@ -92,6 +93,60 @@ def test_an_edit_in_the_middle_of_a_log_with_its_mtime_set_back_is_read_again(tm
         assert ingest(wh, [home]).n_files_read == 0 and opened == []
     finally:
         events.head_and_tail_digests = real
+
+
+def _with_vscode(sample_home):
+    """The bundled sample's VS Code User folder, copied beside the home (tests change its files)."""
+    vscode = sample_home.parent / "vscode-user"
+    shutil.copytree(SAMPLE_HOME.parent / "vscode-user", vscode)
+    return vscode
+
+
+def test_an_edit_in_place_of_any_source_with_its_mtime_set_back_is_read_again(sample_home, tmp_path):
+    """Not only the logs: a workspace.yaml, a checkpoint in its folder and a VS Code chat edited in place, their size
+    kept and their mtime set back, are read again (their fingerprints hold the change time and inode too), and the
+    warehouse is the one a full ingest of the edited files makes."""
+    vscode = _with_vscode(sample_home)
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home], [vscode])
+    workspace = next(sample_home.glob("session-state/*/workspace.yaml"))
+    checkpoint = next(sample_home.glob("session-state/*/checkpoints/*.md"))
+    chat = next(vscode.glob("workspaceStorage/*/chatSessions/*.json*"))
+    for path in (workspace, checkpoint, chat):
+        data, st = path.read_bytes(), path.stat()
+        at = next(k for k in range(len(data) // 2, len(data)) if data[k:k + 1].islower())  # a letter past the middle
+        path.write_bytes(data[:at] + data[at:at + 1].upper() + data[at + 1:])  # the same size
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert ingest(wh, [sample_home], [vscode]).n_files_read == 3
+    assert ingest(wh, [sample_home], [vscode]).n_files_read == 0
+    whole = tmp_path / "whole.duckdb"
+    ingest(whole, [sample_home], [vscode])
+    from tools.compare import differences
+    assert differences(whole, wh) == []
+
+
+def test_a_warehouse_whose_fingerprints_hold_size_and_mtime_only_reads_nothing_again(sample_home, tmp_path):
+    """Earlier versions fingerprinted every source but the logs by size and mtime alone: such a fingerprint, where it
+    still matches, is taken as unchanged and recorded anew - no source is read again, and the next run finds the new
+    fingerprints as they are."""
+    from pipeline.extract.base import stat_fingerprint
+    from pipeline.sources import APPEND_KINDS, KINDS
+
+    vscode = _with_vscode(sample_home)
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home], [vscode])
+    stored = rows(wh, "select source_path, kind, fingerprint from _source_files order by all")
+    legacy = [(stat_fingerprint(path, change_time=False)[0], path) for path, kind, _fp in stored
+              if kind not in APPEND_KINDS and KINDS[kind].fingerprint == "stat"]
+    assert len(legacy) > 10
+    import duckdb
+    con = duckdb.connect(str(wh))
+    con.executemany("update _source_files set fingerprint = ? where source_path = ?", legacy)
+    con.close()
+    assert ingest(wh, [sample_home], [vscode]).n_files_read == 0
+    assert rows(wh, "select source_path, kind, fingerprint from _source_files order by all") == stored
+    assert ingest(wh, [sample_home], [vscode]).n_files_read == 0
 
 
 def test_where_a_file_keeps_no_change_time_a_swapped_log_is_found_by_its_content(tmp_path, monkeypatch):

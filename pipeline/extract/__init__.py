@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..sources import KINDS
 from . import cli_home, debug_log, desktop, events, otel, store, traces, vscode  # noqa: F401  (importing registers the readers)
-from .base import READERS, Finder, Source, log_fingerprint, stat_fingerprint
+from .base import READERS, Finder, Source, stat_fingerprint
 
 __all__ = ["READERS", "discover", "fingerprint"]
 
@@ -46,7 +46,7 @@ def one_each(sources: list[Source], stats: dict[str, os.stat_result] | None = No
     return out
 
 
-_FINGERPRINTS = {"stat": stat_fingerprint, "log": log_fingerprint, "sqlite": store.store_fingerprint}
+_FINGERPRINTS = {"stat": stat_fingerprint, "sqlite": store.store_fingerprint}
 
 
 def fingerprint(src: Source, st: os.stat_result | None = None) -> tuple[str, int]:

@@ -246,10 +246,22 @@ class Finder:
             return False
 
 
-def stat_fingerprint(path: str, st: os.stat_result | None = None) -> tuple[str, int]:
-    """Fingerprint from metadata only (cheap): size and mtime of a file, or of every file in a folder. ``st``:
-    the path's stat if it was just taken."""
+# POSIX's ctime is the time of the inode's last change: every write, truncate, chmod or utime sets it to now, and
+# nothing sets it back. Windows' st_ctime is the file's creation time instead.
+CHANGE_TIME = os.name != "nt"
+
+
+def stat_fingerprint(path: str, st: os.stat_result | None = None, *, change_time: bool | None = None
+                     ) -> tuple[str, int]:
+    """(fingerprint, size) from metadata only: a file's size and mtime, and where the system keeps one
+    (``CHANGE_TIME``) the time of its last change and its inode; of a folder, those of every file in it. With them a
+    source whose fingerprint is as recorded has not been written, truncated or replaced since, even when its size
+    stayed and its mtime was set back: an edit anywhere in it is seen, and nothing is opened to see it (a content
+    check of the 1 GB `events` corpus's logs opened 5,244 of them on every run). ``st``: the path's stat if it was
+    just taken. ``change_time=False``: the fingerprint earlier versions recorded of every source but the append-only
+    logs (size and mtime only), which ``load.state`` accepts once in its place."""
     st = st if st is not None else os.stat(path)  # one system call for a file, the common case
+    with_change = CHANGE_TIME if change_time is None else change_time and CHANGE_TIME
     if stat.S_ISDIR(st.st_mode):
         p = Path(path)
         parts = []
@@ -258,26 +270,13 @@ def stat_fingerprint(path: str, st: os.stat_result | None = None) -> tuple[str, 
             if child.is_file():
                 st = child.stat()
                 total += st.st_size
-                parts.append(f"{child.relative_to(p)}:{st.st_size}:{st.st_mtime_ns}")
+                parts.append(f"{child.relative_to(p)}:{_stamp(st, with_change)}")
         return hashlib.md5("|".join(parts).encode()).hexdigest(), total
-    return f"{st.st_size}:{st.st_mtime_ns}", st.st_size
+    return _stamp(st, with_change), st.st_size
 
 
-# POSIX's ctime is the time of the inode's last change: every write, truncate, chmod, rename or utime sets it to now,
-# and nothing sets it back. Windows' st_ctime is the file's creation time instead.
-CHANGE_TIME = os.name != "nt"
-
-
-def log_fingerprint(path: str, st: os.stat_result | None = None) -> tuple[str, int]:
-    """An append-only log's fingerprint: ``stat_fingerprint``'s size and mtime, and where the system keeps one
-    (``CHANGE_TIME``) the time of the file's last change and its inode. With them, a log whose fingerprint is as
-    recorded has not been written, truncated or replaced since, even if its mtime was set back - an edit anywhere
-    in it, not only in the parts a content check reads (``load.state._swapped``, which runs where they are not
-    kept: on 10,593 sources it opened and read 5,244 logs, 0.14 s of a 0.40 s no-op run's discovery)."""
-    st = st if st is not None else os.stat(path)
-    if not CHANGE_TIME or stat.S_ISDIR(st.st_mode):
-        return stat_fingerprint(path, st)
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}", st.st_size
+def _stamp(st: os.stat_result, change_time: bool) -> str:
+    return f"{st.st_size}:{st.st_mtime_ns}" + (f":{st.st_ctime_ns}:{st.st_ino}" if change_time else "")
 
 
 def keep(value: object):

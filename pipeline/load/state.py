@@ -17,13 +17,13 @@ from dataclasses import dataclass
 import duckdb
 
 from ..extract import READERS, fingerprint
-from ..extract.base import CHANGE_TIME, Prior, Source
+from ..extract.base import CHANGE_TIME, Prior, Source, stat_fingerprint
 from ..extract.events import head_and_tail_digests
 from ..extract.parallel import Read
 from ..redact import Redactor, stored_path
 from ..runs import RunSummary
 from ..schema import BOOKKEEPING, STAGING
-from ..sources import APPEND_KINDS
+from ..sources import APPEND_KINDS, KINDS
 from ..warehouse import key_table
 from .spool import Spool, insert
 
@@ -104,6 +104,19 @@ def _swapped(src: Source, prior: Prior) -> bool:
         return True
 
 
+def _recorded_before(src: Source, st: os.stat_result | None, recorded: str) -> bool:
+    """Whether ``recorded`` is the fingerprint an earlier version took of ``src`` as it is now: size and mtime only,
+    as it took of every source but the append-only logs. Such a source is unchanged since; its fingerprint is
+    recorded anew (``SourceState.flush``) instead of the source being read again (every workspace.yaml, chat and
+    checkpoint folder of the warehouse, and each of their sessions' star rebuilt)."""
+    if not CHANGE_TIME or src.kind in APPEND_KINDS or KINDS[src.kind].fingerprint != "stat":
+        return False
+    try:
+        return stat_fingerprint(src.path, st, change_time=False)[0] == recorded
+    except OSError:
+        return False
+
+
 def _under(path: str) -> tuple[str, str]:
     """Parameters matching ``path`` itself and everything under it (a folder source's files)."""
     return path, path.rstrip("/") + "/"
@@ -120,6 +133,7 @@ class SourceState:
         # session (load.star.rebuild) and the models' rows of no session are rebuilt, whatever session changed
         self.sessionless_changed = False
         self._old_rejects: list[str] = []  # sources whose earlier _rejects rows go (see flush)
+        self._fingerprints: list[tuple[str, str]] = []  # unchanged sources' fingerprints recorded anew (see flush)
 
     def key(self, path: str | None) -> str | None:
         """A path or id as stored: redacted, valid UTF-8."""
@@ -146,8 +160,20 @@ class SourceState:
         self._old_rejects.append(path)
 
     def flush(self) -> None:
-        """Delete the _rejects rows ``delete_rejects`` named: before any row is inserted into
-        _rejects directly, and before the spool loads the run's own."""
+        """Record the fingerprints ``plan`` took anew of unchanged sources, and delete the _rejects rows
+        ``delete_rejects`` named: before any row is inserted into _rejects directly, and before the spool loads the
+        run's own."""
+        if self._fingerprints:
+            import pyarrow as pa
+
+            from ..warehouse import temp_table
+
+            paths, fps = zip(*self._fingerprints, strict=True)
+            temp_table(self.con, "_fingerprints", pa.table({"path": list(paths), "fp": list(fps)}))
+            self.con.execute('update _source_files set fingerprint = f.fp from "_fingerprints" as f '
+                             "where _source_files.source_path = f.path")
+            self.con.execute('drop table "_fingerprints"')
+            self._fingerprints = []
         if not self._old_rejects:
             return
         paths = key_table(self.con, "_old_rejects", [p for path in self._old_rejects for p in _under(path)])
@@ -205,7 +231,11 @@ class SourceState:
             self._reject(path, "file", f"cannot be examined ({exc.strerror or exc}); not read")
             return None, set()
         known = self.known.get(path)
-        if known is not None and known.prior.fingerprint == fp and not _swapped(src, known.prior):
+        same = known is not None and known.prior.fingerprint == fp
+        if known is not None and not same and _recorded_before(src, st, known.prior.fingerprint):
+            self._fingerprints.append((path, fp))  # unchanged since an earlier version fingerprinted it
+            same = True
+        if same and not _swapped(src, known.prior):
             self.summary.n_files_unchanged += 1
             if not known.is_present:  # it came back: its rows count as present again
                 self.con.execute("update _source_files set is_present = true where source_path = ?", [path])
