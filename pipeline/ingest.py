@@ -88,7 +88,7 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
             run = _prepare(con, folder, summary, full, redact, progress, started)
             plans = _plan(run, copilot_homes, vscode_users, roots)
             _read(run, plans, workers)
-            _stage(run, roots)
+            _stage(run)
             _build(run)
             _record(run, now)
         summary.phase("commit", run.mark)  # logged only: _runs was written before the commit
@@ -199,14 +199,14 @@ def _read(run: _Run, plans: list[Plan], workers: int | None) -> None:
     run.phase("read")
 
 
-def _stage(run: _Run, roots: list[str]) -> None:
+def _stage(run: _Run) -> None:
     """Load the spooled rows into staging; mark the sources gone from disk; which repository each folder is."""
     run.tell(0, 0, "staging rows")
     run.state.flush()
     run.spool.load()
     if run.upgrade:
         fill_kept_rows(run.con)
-    run.affected |= run.state.mark_gone(roots)
+    run.affected |= run.state.mark_gone()
     if run.affected or run.full:  # staged rows were replaced: the texts only they named go
         prune_texts(run.con)
     if run.affected:  # which repository each folder is, over the whole warehouse (see transform.star.places)

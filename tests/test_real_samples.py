@@ -699,3 +699,26 @@ def test_every_real_log_read_as_it_grew_gives_the_warehouse_a_full_ingest_gives(
     whole = tmp_path / "whole.duckdb"
     ingest(whole, homes, users, full=True)
     assert differences(whole, grown) == []
+
+
+def test_every_real_folder_moved_elsewhere_counts_once(tmp_path):
+    """Every real folder ingested, then moved to another place and ingested from there into the same warehouse: the
+    old places are gone from disk (their rows kept), and every star and model table equals a fresh ingest of the new
+    place. Before, the stores' file touches counted twice and each memory was two (5 of those tables differed)."""
+    from pipeline.schema import MODELS, STAR
+    from tools.compare import differences
+
+    homes, users = _all_real_sources(tmp_path / "old")
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, homes, users)
+    shutil.move(str(tmp_path / "old"), str(tmp_path / "new"))
+
+    def moved(paths: list[Path]) -> list[Path]:
+        return [tmp_path / "new" / p.relative_to(tmp_path / "old") for p in paths]
+    summary = ingest(wh, moved(homes), moved(users))
+    assert summary.n_files_gone == summary.n_files_read > 200
+    fresh = tmp_path / "fresh.duckdb"
+    ingest(fresh, moved(homes), moved(users))
+    kept = {t.name for t in STAR} | {t.name for t in MODELS}
+    others = {r[0] for r in rows(wh, "select table_name from information_schema.tables")} - kept
+    assert differences(fresh, wh, skip_tables=others) == []

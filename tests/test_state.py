@@ -149,6 +149,33 @@ def test_a_warehouse_whose_fingerprints_hold_size_and_mtime_only_reads_nothing_a
     assert ingest(wh, [sample_home], [vscode]).n_files_read == 0
 
 
+def test_a_home_moved_elsewhere_counts_once(sample_home, tmp_path):
+    """A Copilot home and VS Code User folder moved to another place, then ingested from there into the same
+    warehouse: the old places' files are gone from disk (marked so, though their root was not named again) and their
+    rows kept, and every star and model table is what a fresh ingest of the new place makes - before, the store's
+    file touches counted twice and each memory was two."""
+    from pipeline.schema import MODELS, STAR
+    from tools.compare import differences
+
+    old = tmp_path / "old"
+    old.mkdir()
+    shutil.move(str(sample_home), str(old / "copilot-home"))
+    shutil.copytree(SAMPLE_HOME.parent / "vscode-user", old / "vscode-user")
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [old / "copilot-home"], [old / "vscode-user"])
+    new = tmp_path / "new"
+    shutil.move(str(old), str(new))
+    moved = ingest(wh, [new / "copilot-home"], [new / "vscode-user"])
+    assert moved.n_files_gone == moved.n_files_read > 20
+    assert rows(wh, "select count(*) from dim_sessions where is_gone") == [(0,)]
+    fresh = tmp_path / "fresh.duckdb"
+    ingest(fresh, [new / "copilot-home"], [new / "vscode-user"])
+    kept = {t.name for t in STAR} | {t.name for t in MODELS}
+    others = {r[0] for r in rows(wh, "select table_name from information_schema.tables")} - kept
+    assert differences(fresh, wh, skip_tables=others) == []
+    assert rows(wh, "select count(*) from fct_memories") == rows(fresh, "select count(*) from fct_memories")
+
+
 def test_where_a_file_keeps_no_change_time_a_swapped_log_is_found_by_its_content(tmp_path, monkeypatch):
     """Windows' st_ctime is a creation time: there a log's fingerprint is its size and mtime, and a log whose
     size and mtime are as recorded has its head and tail checked instead."""

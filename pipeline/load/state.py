@@ -315,15 +315,14 @@ class SourceState:
             "n_records": res.n_records, "is_present": True, "last_run_id": self.summary.run_id}])
 
     # ------------------------------------------------------------------------------ gone sources
-    def mark_gone(self, roots: list[str]) -> set[str]:
-        """Sources under the roots read now that vanished from disk: rows kept, marked not present;
-        returns their sessions."""
-        roots = [self.key(r) for r in roots]
+    def mark_gone(self) -> set[str]:
+        """Sources that vanished from disk, under the roots read now or any other (a home moved elsewhere: its
+        rows are read again from there, and ``transform.star.without_gone_copies`` counts them once): rows kept,
+        marked not present; returns their sessions. A path stored redacted cannot be looked for: it stays as
+        it was until its root is read again."""
         gone: set[str] = set()
         for path, known in self.known.items():
-            if path in self.seen or not known.is_present or os.path.exists(path):
-                continue
-            if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+            if path in self.seen or not known.is_present or "[REDACTED:" in path or os.path.exists(path):
                 continue
             self.con.execute("update _source_files set is_present = false where source_path = ?", [path])
             self.summary.n_files_gone += 1

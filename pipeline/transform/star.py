@@ -66,14 +66,18 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------ events
-def chosen_logs(*frames: pl.DataFrame) -> pl.DataFrame:
+def chosen_logs(*frames: pl.DataFrame, on_disk: pl.Series | None = None) -> pl.DataFrame:
     """The one event log of each session the star reads (``_source_path``): the most authoritative kind,
-    then the longest (events of every frame counted), then the newest path."""
+    then the longest (events of every frame counted), then one on disk (``on_disk``: their paths; a moved home's
+    old copy of a log is as long as the new one), then the newest path."""
     keys = ["session_id", "source_kind", "_source_path"]
     counts = pl.concat([f.group_by(keys).len() for f in frames]).group_by(keys).agg(pl.col("len").sum())
+    here = pl.lit(True) if on_disk is None else pl.col("_source_path").cast(pl.String).is_in(on_disk.implode())
     return (counts
-            .with_columns(pl.col("source_kind").replace_strict(PRECEDENCE, default=9).alias("_rank"))
-            .sort(["session_id", "_rank", "len", "_source_path"], descending=[False, False, True, True])
+            .with_columns(pl.col("source_kind").replace_strict(PRECEDENCE, default=9).alias("_rank"),
+                          here.alias("_here"))
+            .sort(["session_id", "_rank", "len", "_here", "_source_path"],
+                  descending=[False, False, True, True, True])
             .unique("session_id", keep="first").select("_source_path"))
 
 
@@ -672,6 +676,30 @@ def refs(store_refs: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
             .unique(["session_id", "ref_type", "ref_value"], keep="last", maintain_order=True))
 
 
+# the staging frames whose rows a moved home would hold twice: its old files' rows are kept as gone, the same rows are
+# read again from the new place (the event logs and their tool requests are one log per session: ``chosen_logs``)
+COPIED = ("stg_session_meta", "stg_checkpoints", "stg_documents", "stg_store_turns", "stg_store_files",
+          "stg_store_refs", "stg_store_usage", "stg_debug_requests", "stg_otel_requests", "stg_desktop_sessions",
+          "stg_desktop_context")
+
+
+def without_gone_copies(frame: pl.DataFrame, on_disk: pl.Series) -> pl.DataFrame:
+    """``frame`` without the rows read from a source no longer on disk that a source on disk holds as well, alike in
+    every column but where they were read (a home moved or copied elsewhere: its store's file rows counted every
+    touch twice, its memories were two memories each). A gone source's rows that no source on disk repeats stay:
+    the history Copilot deleted is kept. ``on_disk``: the paths of the sources on disk."""
+    if frame.is_empty() or "_source_path" not in frame.columns:
+        return frame
+    here = pl.col("_source_path").cast(pl.String).is_in(on_disk.implode())
+    if frame.select(here.all()).item():
+        return frame
+    cols = [c for c in frame.columns if c not in ("_source_path", "_run_id")]
+    indexed = frame.with_row_index("_row")
+    copies = indexed.filter(~here).join(indexed.filter(here).select(cols).unique(), on=cols, how="semi",
+                                        nulls_equal=True)["_row"]
+    return indexed.filter(~pl.col("_row").is_in(copies.implode())).drop("_row")
+
+
 def memories(docs: pl.DataFrame) -> pl.DataFrame:
     d = docs.filter(pl.col("content").is_not_null())
     ids = d.select("_source_path", "path").unique().with_columns(
@@ -693,13 +721,15 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
     # the log's path, repeated on every event and request, as a categorical (load/star.py pulls it as one)
     log_path = pl.col("_source_path").cast(pl.Categorical)
     stg["stg_tool_requests"] = stg["stg_tool_requests"].with_columns(log_path)
+    if present is not None:  # a moved home's rows once: those of its files' old places go where the new ones hold them
+        stg.update({name: without_gone_copies(stg[name], present["source_path"]) for name in COPIED if name in stg})
     events = stg.pop("stg_events").filter(pl.col("session_id").is_not_null()).with_columns(log_path)
     tools = stg.pop("stg_tool_events", None)
     if tools is None:  # every event in one frame (built by hand): its tool events apart, as load/star.py pulls them
         is_tool = pl.col("event_type").is_in(TOOL_EVENTS)
         events, tools = events.filter(~is_tool), events.filter(is_tool)
     tools = tools.filter(pl.col("session_id").is_not_null()).with_columns(log_path)
-    logs = chosen_logs(events, tools)
+    logs = chosen_logs(events, tools, on_disk=None if present is None else present["source_path"])
     stg["stg_events"] = pl.concat([f.select("session_id", "source_kind", "_source_path").unique()
                                    for f in (events, tools)]).unique().with_columns(
         pl.col("_source_path").cast(pl.String))  # every log, for `sessions`
