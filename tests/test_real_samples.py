@@ -722,3 +722,27 @@ def test_every_real_folder_moved_elsewhere_counts_once(tmp_path):
     kept = {t.name for t in STAR} | {t.name for t in MODELS}
     others = {r[0] for r in rows(wh, "select table_name from information_schema.tables")} - kept
     assert differences(fresh, wh, skip_tables=others) == []
+
+
+def test_deleted_real_sessions_are_kept_alike_by_an_incremental_run_and_a_rebuild_from_scratch(tmp_path):
+    """A third of the session folders and VS Code chats of every real folder deleted after an ingest (as Copilot prunes
+    old sessions): an incremental run keeps their rows, and `ingest --full` afterwards keeps exactly the same - every
+    table equal (before, a rebuild lost the checkpoints of deleted session folders)."""
+    import random
+
+    from tools.compare import differences
+
+    homes, users = _all_real_sources(tmp_path)
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, homes, users)
+    rng = random.Random(7)
+    doomed = [p for top in homes for p in sorted(top.glob("session-state/*")) if rng.random() < 1 / 3] + \
+        [p for top in users for p in sorted(top.glob("workspaceStorage/*/chatSessions/*")) if rng.random() < 1 / 3]
+    assert len(doomed) > 20
+    for path in doomed:
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    assert ingest(wh, homes, users).n_files_gone > 20
+    incremental = tmp_path / "incremental.duckdb"
+    shutil.copy(wh, incremental)
+    ingest(wh, homes, users, full=True)
+    assert differences(incremental, wh) == []

@@ -206,6 +206,27 @@ def test_a_rebuild_from_scratch_keeps_a_session_whose_folder_was_deleted(sample_
     assert rows(wh, "select session_id, n_turns, n_tool_calls from dim_sessions order by all") == before
 
 
+def test_a_rebuild_from_scratch_keeps_the_checkpoints_of_a_deleted_session_folder(sample_home, tmp_path):
+    """A checkpoint's rows name the file in the checkpoints folder they came from, not the folder (the source): a
+    --full run after the session folder was deleted lost them while it kept the session. Every table is as the
+    incremental run after the deletion left it."""
+    from tools.compare import differences
+
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    folder = next(p.parent.parent for p in sample_home.glob("session-state/*/checkpoints/*.md"))
+    checkpoints = "select session_id, checkpoint_number, title from fct_checkpoints order by all"
+    before = rows(wh, checkpoints)
+    assert any(sid == folder.name for sid, _n, _t in before)
+    shutil.rmtree(folder)
+    ingest(wh, [sample_home])
+    incremental = tmp_path / "incremental.duckdb"
+    shutil.copy(wh, incremental)
+    assert ingest(wh, [sample_home], full=True).mode == "full"
+    assert rows(wh, checkpoints) == before
+    assert differences(incremental, wh) == []
+
+
 def test_a_home_named_twice_or_through_a_link_is_read_once(sample_home, tmp_path):
     once, twice, linked = tmp_path / "once.duckdb", tmp_path / "twice.duckdb", tmp_path / "linked.duckdb"
     ingest(once, [sample_home])

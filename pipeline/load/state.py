@@ -64,6 +64,13 @@ def keep_gone(con: duckdb.DuckDBPyConnection) -> list[str]:
     gone = [p for (p,) in con.execute("select source_path from _source_files").fetchall() if not os.path.exists(p)]
     if not gone:
         return []
+    # a folder source's rows name the file in it they came from (a checkpoint's): those go with the folder
+    folders = tuple(path.rstrip("/") + "/" for path in gone)
+    for t in STAGING:
+        if t.name in have:
+            gone += [p for (p,) in con.execute(f'select distinct _source_path from "{t.name}" where _source_path '
+                                               "not in (select source_path from _source_files)").fetchall()
+                     if p is not None and p.startswith(folders)]
     in_gone = key_table(con, "_gone", gone)
     sessions: set[str] = set()
     for t in [*STAGING, *(t for t in BOOKKEEPING if t.name in ("_source_files", "_rejects"))]:
