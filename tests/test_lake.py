@@ -740,7 +740,7 @@ def test_writers_of_a_sqlite_catalog_take_turns_instead_of_retrying_into_each_ot
                                 refresh_models=False)
         assert pushed.n_attempts == 1 and pushed.n_sessions_new > 0
         refreshed = waits_its_turn(lake.refresh, catalog, "desktop")
-        assert not refreshed.up_to_date and refreshed.n_attempts == 1 and refreshed.waited >= 1.0
+        assert not refreshed.up_to_date and refreshed.n_attempts == 1 and refreshed.waited > 0  # it waited its turn
         maintained = waits_its_turn(lake.maintain, catalog, "0 seconds")
         assert maintained.snapshots_expired > 0
     assert caplog.text.count("waiting for its turn") == 3 and "conflicted" not in caplog.text
