@@ -746,3 +746,32 @@ def test_deleted_real_sessions_are_kept_alike_by_an_incremental_run_and_a_rebuil
     shutil.copy(wh, incremental)
     ingest(wh, homes, users, full=True)
     assert differences(incremental, wh) == []
+
+
+def test_a_session_in_two_captures_of_one_home_counts_its_store_rows_once(tmp_path):
+    """lkk12014402-auto-round and -auto-round-new are one home captured twice: both stores hold session 124e4a47, the
+    later every file row of the earlier (counted here from the SQLite files). Read together, the session's file
+    touches and memories are those of the later capture alone - before, 16 of its 50 file touches counted twice
+    and one workspace artifact was two memories."""
+    import sqlite3
+
+    earlier, later = real("lkk12014402-auto-round", "copilot-home"), real("lkk12014402-auto-round-new", "copilot-home")
+    sid = "124e4a47-138d-4d6a-be96-3011a0d30977"
+
+    def file_rows(home: Path) -> set:
+        con = sqlite3.connect(f"file:{home / 'session-store.db'}?mode=ro", uri=True)
+        try:
+            return set(con.execute("select file_path, tool_name, turn_index, first_seen_at from session_files "
+                                   "where session_id = ?", [sid]).fetchall())
+        finally:
+            con.close()
+    assert file_rows(earlier) and file_rows(earlier) < file_rows(later)
+    both, alone = tmp_path / "both.duckdb", tmp_path / "alone.duckdb"
+    ingest(both, [earlier, later])
+    ingest(alone, [later])
+    for sql in ("select file_id, action, n_touches, first_seen_at, last_seen_at from fct_file_touches "
+                "where session_id = ? order by all", "select kind, path, content from fct_memories "
+                                                     "where session_id = ? order by all"):
+        assert rows(both, sql, [sid]) == rows(alone, sql, [sid])
+    assert rows(both, "select sum(n_touches) from fct_file_touches where session_id = ?", [sid]) == [
+        (len(file_rows(later)),)]

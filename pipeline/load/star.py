@@ -468,11 +468,10 @@ def _quote(path: str) -> str:
 
 def _rebuild_memories_of_no_session(con: duckdb.DuckDBPyConnection) -> None:
     """Memories that belong to no session (repo and user memories) are in no session batch."""
-    from ..transform.star import memories, without_gone_copies
+    from ..transform.star import memories, without_copies
 
     docs = con.sql("select * from stg_documents where session_id is null order by all").pl()  # as in a batch
-    docs = without_gone_copies(docs, con.sql("select source_path from _source_files where is_present").pl()[
-        "source_path"])
+    docs = without_copies(docs, con.sql("select source_path from _source_files where is_present").pl()["source_path"])
     con.execute("delete from fct_memories where session_id is null")
     if not docs.is_empty():
         insert(con, "fct_memories", memories(docs))

@@ -324,7 +324,7 @@ class SourceState:
     # ------------------------------------------------------------------------------ gone sources
     def mark_gone(self) -> set[str]:
         """Sources that vanished from disk, under the roots read now or any other (a home moved elsewhere: its
-        rows are read again from there, and ``transform.star.without_gone_copies`` counts them once): rows kept,
+        rows are read again from there, and ``transform.star.without_copies`` counts them once): rows kept,
         marked not present; returns their sessions. A path stored redacted cannot be looked for: it stays as
         it was until its root is read again."""
         gone: set[str] = set()

@@ -676,28 +676,34 @@ def refs(store_refs: pl.DataFrame, ev: pl.DataFrame) -> pl.DataFrame:
             .unique(["session_id", "ref_type", "ref_value"], keep="last", maintain_order=True))
 
 
-# the staging frames whose rows a moved home would hold twice: its old files' rows are kept as gone, the same rows are
-# read again from the new place (the event logs and their tool requests are one log per session: ``chosen_logs``)
+# the staging frames whose rows two copies of a home hold alike: a home moved (its old files' rows are kept as gone,
+# the same rows are read again from the new place) or captured twice (a snapshot and the home it grew into, both
+# read). The event logs and their tool requests are one log per session already (``chosen_logs``).
 COPIED = ("stg_session_meta", "stg_checkpoints", "stg_documents", "stg_store_turns", "stg_store_files",
           "stg_store_refs", "stg_store_usage", "stg_debug_requests", "stg_otel_requests", "stg_desktop_sessions",
           "stg_desktop_context")
 
 
-def without_gone_copies(frame: pl.DataFrame, on_disk: pl.Series) -> pl.DataFrame:
-    """``frame`` without the rows read from a source no longer on disk that a source on disk holds as well, alike in
-    every column but where they were read (a home moved or copied elsewhere: its store's file rows counted every
-    touch twice, its memories were two memories each). A gone source's rows that no source on disk repeats stay:
-    the history Copilot deleted is kept. ``on_disk``: the paths of the sources on disk."""
-    if frame.is_empty() or "_source_path" not in frame.columns:
+def without_copies(frame: pl.DataFrame, on_disk: pl.Series | None = None) -> pl.DataFrame:
+    """``frame`` with each row that two or more sources hold alike - in every column but where it was read - from
+    one of them only: one on disk (``on_disk``: their paths; None: all are) before one that is gone, then the newest
+    path (the greatest, as ``chosen_logs``). A store captured twice counted each of its file touches twice; a moved
+    home's memories were two each. Rows of one source are never merged with each other, and a gone source's rows
+    that no other source repeats stay: the history Copilot deleted is kept."""
+    if frame.height < 2 or "_source_path" not in frame.columns:
         return frame
-    here = pl.col("_source_path").cast(pl.String).is_in(on_disk.implode())
-    if frame.select(here.all()).item():
+    path = pl.col("_source_path").cast(pl.String)
+    of = [c for c in ("session_id", "source_kind") if c in frame.columns]  # rows of two kinds are never alike
+    if frame.select(path.n_unique().over(of).max()).item() < 2:  # one source of each session's kind: no copies
         return frame
+    here = pl.lit(True) if on_disk is None else path.is_in(on_disk.implode())
     cols = [c for c in frame.columns if c not in ("_source_path", "_run_id")]
-    indexed = frame.with_row_index("_row")
-    copies = indexed.filter(~here).join(indexed.filter(here).select(cols).unique(), on=cols, how="semi",
-                                        nulls_equal=True)["_row"]
-    return indexed.filter(~pl.col("_row").is_in(copies.implode())).drop("_row")
+    indexed = frame.with_row_index("_row").with_columns(path.alias("_path"), here.alias("_here"))
+    chosen = (indexed.group_by(cols, maintain_order=True)
+              .agg(pl.col("_path").sort_by(["_here", "_path"], descending=[True, True]).first().alias("_chosen")))
+    keep = indexed.join(chosen, on=cols, how="left", nulls_equal=True).filter(
+        pl.col("_path") == pl.col("_chosen"))["_row"]
+    return frame.filter(pl.Series(range(frame.height)).is_in(keep.implode()))
 
 
 def memories(docs: pl.DataFrame) -> pl.DataFrame:
@@ -721,15 +727,15 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
     # the log's path, repeated on every event and request, as a categorical (load/star.py pulls it as one)
     log_path = pl.col("_source_path").cast(pl.Categorical)
     stg["stg_tool_requests"] = stg["stg_tool_requests"].with_columns(log_path)
-    if present is not None:  # a moved home's rows once: those of its files' old places go where the new ones hold them
-        stg.update({name: without_gone_copies(stg[name], present["source_path"]) for name in COPIED if name in stg})
+    on_disk = None if present is None else present["source_path"]
+    stg.update({name: without_copies(stg[name], on_disk) for name in COPIED if name in stg})  # two copies' rows: once
     events = stg.pop("stg_events").filter(pl.col("session_id").is_not_null()).with_columns(log_path)
     tools = stg.pop("stg_tool_events", None)
     if tools is None:  # every event in one frame (built by hand): its tool events apart, as load/star.py pulls them
         is_tool = pl.col("event_type").is_in(TOOL_EVENTS)
         events, tools = events.filter(~is_tool), events.filter(is_tool)
     tools = tools.filter(pl.col("session_id").is_not_null()).with_columns(log_path)
-    logs = chosen_logs(events, tools, on_disk=None if present is None else present["source_path"])
+    logs = chosen_logs(events, tools, on_disk=on_disk)
     stg["stg_events"] = pl.concat([f.select("session_id", "source_kind", "_source_path").unique()
                                    for f in (events, tools)]).unique().with_columns(
         pl.col("_source_path").cast(pl.String))  # every log, for `sessions`
