@@ -25,6 +25,23 @@ def pytest_collection_modifyitems(items) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+def _files_of(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()} \
+        if root.is_dir() else {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_samples_stay_as_they_are():
+    """No test writes beside the real samples: they are read where they lie (a store opened there in WAL mode by a
+    test's own sqlite3 left a -wal and a -shm beside it; the pipeline reads a copy)."""
+    before = {root: _files_of(root) for root in (REAL, REAL_NEW)}
+    yield
+    for root, files in before.items():
+        after = _files_of(root)
+        changed = sorted(set(files) ^ set(after)) + sorted(k for k in set(files) & set(after) if files[k] != after[k])
+        assert not changed, f"tests changed files under {root}: {changed[:5]}"
+
+
 @pytest.fixture
 def sample_home(tmp_path) -> Path:
     """A private copy of the bundled sample Copilot home (tests may change it)."""
