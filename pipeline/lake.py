@@ -39,11 +39,13 @@ from .checks import ChecksFailed, run_checks
 from .models import ModelError, load_models, models_digest, run_models, scopes_of
 from .schema import ALL_TABLES, STAR, TABLES
 from .warehouse import (
+    FLOCK,
     LOCK_WAIT,
     VIEW_SQL,
     WarehouseBusy,
     check_file,
     key_table,
+    lock_exclusively,
     locked,
     may_read,
     memory_limit,
@@ -130,11 +132,7 @@ def _turn(catalog: str):
     concurrent transactions (and refreshes hold a lease), a DuckDB catalog file is open in one process at a time;
     without ``fcntl`` (Windows) nor does this."""
     uri = attach_uri(catalog)
-    try:
-        import fcntl
-    except ImportError:
-        fcntl = None
-    if fcntl is None or not uri.startswith("ducklake:sqlite:"):
+    if not FLOCK or not uri.startswith("ducklake:sqlite:"):
         yield 0.0
         return
     gate = Path(uri.removeprefix("ducklake:sqlite:") + ".writer")
@@ -146,27 +144,19 @@ def _turn(catalog: str):
         return
     try:
         wait = float(os.environ.get("COPILOT_WAREHOUSE_LOCK_WAIT") or TURN_WAIT)
-        asked = time.monotonic()
-        deadline, waited = asked + wait, False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LakeError(
-                        f"another push, refresh or maintenance kept writing the lake's SQLite catalog "
-                        f"{describe(catalog)} for {wait:g} s: run again when it is done - a team whose machines "
-                        "push at once wants a PostgreSQL catalog (see the README's Team mode)") from None
-                if not waited:
-                    log.info("another push, refresh or maintenance is writing the lake's SQLite catalog %s: "
-                             "waiting for its turn", describe(catalog))
-                    waited = True
-                time.sleep(random.uniform(0.02, 0.08))
-            except OSError as exc:  # a file system that takes no locks (some network shares): no turn
-                log.info("no writers' turn for %s (%s): conflicts are retried", describe(catalog), exc.strerror)
-                break
-        yield time.monotonic() - asked if waited else 0.0
+        try:
+            waited = lock_exclusively(fd, wait, lambda: log.info(
+                "another push, refresh or maintenance is writing the lake's SQLite catalog %s: waiting for its turn",
+                describe(catalog)))
+        except OSError as exc:  # a file system that takes no locks (some network shares): no turn
+            log.info("no writers' turn for %s (%s): conflicts are retried", describe(catalog), exc.strerror)
+            waited = 0.0
+        if waited is None:
+            raise LakeError(
+                f"another push, refresh or maintenance kept writing the lake's SQLite catalog {describe(catalog)} "
+                f"for {wait:g} s: run again when it is done - a team whose machines push at once wants a PostgreSQL "
+                "catalog (see the README's Team mode)")
+        yield waited
     finally:
         os.close(fd)  # the lock goes with the descriptor
 

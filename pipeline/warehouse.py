@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import logging
 import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -300,9 +302,7 @@ def writing(path: str | Path):
     """Hold the warehouse's writer gate for the block: this tool's readers stop opening the warehouse (they
     say it is busy; `serve` answers from its prebuilt index), those reading now finish, and a second writer is
     refused with one line. Without ``fcntl`` (Windows), the block runs without the gate."""
-    try:
-        import fcntl
-    except ImportError:
+    if not FLOCK:
         yield
         return
     gate = _gate(path)
@@ -315,19 +315,35 @@ def writing(path: str | Path):
     except OSError as exc:
         raise WarehouseError(f"cannot create {gate}: {exc.strerror}") from exc
     try:
-        deadline = time.monotonic() + 2.0  # a reader holds the gate shared for a moment only
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise WarehouseBusy(f"another process is writing {path} (an ingest, or `models`)"
-                                        ": run again when it is done") from None
-                time.sleep(0.02)
+        if lock_exclusively(fd, 2.0) is None:  # a reader holds the gate shared for a moment only
+            raise WarehouseBusy(f"another process is writing {path} (an ingest, or `models`): run again when it is "
+                                "done")
         yield
     finally:
         os.close(fd)  # the lock goes with the descriptor
+
+
+FLOCK = importlib.util.find_spec("fcntl") is not None  # advisory file locks: POSIX, not Windows
+
+
+def lock_exclusively(fd: int, wait: float, waiting: Callable[[], None] | None = None) -> float | None:
+    """An exclusive advisory lock (``flock``) on the open file ``fd``, waited for up to ``wait`` seconds: the seconds
+    waited (0.0: at once), or None when another process still held it. ``waiting`` is called once, when the wait
+    starts. OSError: the file system takes no locks. The lock goes when ``fd`` is closed."""
+    import fcntl
+
+    asked, waited = time.monotonic(), False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return time.monotonic() - asked if waited else 0.0
+        except BlockingIOError:
+            if time.monotonic() - asked > wait:
+                return None
+            if not waited and waiting is not None:
+                waiting()
+            waited = True
+            time.sleep(0.02)
 
 
 def may_read(path: str | Path) -> None:
