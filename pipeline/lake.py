@@ -297,6 +297,7 @@ class PushSummary:
     n_sessions_new: int = 0
     n_sessions_changed: int = 0
     n_sessions_unchanged: int = 0
+    loose_memories: bool = False  # memories of no session (workspace or user memories) new or changed
     n_rows: int = 0
     n_attempts: int = 0
     seconds: float = 0.0
@@ -305,10 +306,16 @@ class PushSummary:
     refresh_error: str | None = None  # the push is in the lake, its models were not refreshed: why
     snapshot: int | None = None  # the lake's snapshot once the push committed (its own, or one after it)
 
+    @property
+    def pushed_any(self) -> bool:
+        return bool(self.n_sessions_new or self.n_sessions_changed or self.loose_memories)
+
     def line(self, catalog: str) -> str:
         return (f"push to {describe(catalog)} as {self.user_name} on {self.machine_id}: "
                 f"{self.n_sessions_new} new sessions, {self.n_sessions_changed} changed, "
-                f"{self.n_sessions_unchanged} unchanged; {self.n_rows} rows in {self.seconds:.1f}s"
+                f"{self.n_sessions_unchanged} unchanged"
+                + (", memories of no session" if self.loose_memories else "")
+                + f"; {self.n_rows} rows in {self.seconds:.1f}s"
                 + (f"\n{self.maintained.line(catalog)}" if self.maintained else "")
                 + (f"\n{self.refreshed.line(catalog)}" if self.refreshed else "")
                 + (f"\nthe models were not refreshed: {self.refresh_error} (`lake-refresh` tries again)"
@@ -408,14 +415,14 @@ def push(warehouse: str | Path, catalog: str, *, data_path: str | Path | None = 
                             "(see the README's Team mode)", waited, summary.n_attempts - 1, describe(catalog))
             summary.snapshot = _snapshot(con)
             n_pushes = con.execute("select count(*) from lake.lake_pushes").fetchone()[0]
-            if summary.n_sessions_new + summary.n_sessions_changed and n_pushes % MAINTAIN_EVERY == 0:
+            if summary.pushed_any and n_pushes % MAINTAIN_EVERY == 0:
                 try:  # every MAINTAIN_EVERY pushes the push that makes the count tidies the lake
                     summary.maintained = _maintain(con)
                 except duckdb.Error as exc:  # another machine maintaining or pushing: the next one will
                     log.info("maintenance left to a later push: %s", str(exc).splitlines()[0])
     finally:
         con.close()
-    if refresh_models and summary.n_sessions_new + summary.n_sessions_changed:
+    if refresh_models and summary.pushed_any:
         try:
             summary.refreshed = refresh(catalog, summary.machine_id, covering=summary.snapshot)
         except (LakeError, ChecksFailed, ModelError, duckdb.Error) as exc:
@@ -520,8 +527,10 @@ def _push_once(con: duckdb.DuckDBPyConnection, summary: PushSummary, local: dict
                             "do that, or push without --metrics-only")
     new = sorted(s for s in local if s not in known)
     changed = sorted(s for s in local if s in known and known[s] != local[s])
-    summary.n_sessions_new, summary.n_sessions_changed = len(new), len(changed)
-    summary.n_sessions_unchanged = len(local) - len(new) - len(changed)
+    summary.loose_memories = "" in new or "" in changed  # '' holds memories of no session: not a session
+    summary.n_sessions_new = len([s for s in new if s])
+    summary.n_sessions_changed = len([s for s in changed if s])
+    summary.n_sessions_unchanged = len([s for s in local if s]) - summary.n_sessions_new - summary.n_sessions_changed
     todo = new + changed
     summary.n_rows = 0
     if todo:

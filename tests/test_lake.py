@@ -846,3 +846,20 @@ def test_the_lake_tables_are_written_in_session_order(tmp_path):
     before = _snapshot(catalog)
     assert main(["push", "--lake", catalog, "--warehouse", str(warehouse), "--machine", "laptop", "--quiet"]) == 0
     assert _snapshot(catalog) == before
+
+
+def test_a_push_counts_sessions_and_says_memories_of_no_session_apart(tmp_path):
+    """The sample's workspace memories belong to no session: they are pushed, but are not a session."""
+    wh, catalog = tmp_path / "w.duckdb", str(tmp_path / "lake.duckdb")
+    ingest(wh, [SAMPLE_HOME], vscode_users=[SAMPLE_HOME.parent / "vscode-user"])
+    n_sessions = rows_of(wh, "select count(*) from dim_sessions")[0][0]
+    n_loose = rows_of(wh, "select count(*) from fct_memories where session_id is null")[0][0]
+    assert n_sessions > 0 and n_loose > 0
+    summary = lake.push(wh, catalog, data_path=tmp_path / "data", machine="laptop", user="ana")
+    assert (summary.n_sessions_new, summary.loose_memories) == (n_sessions, True)
+    assert f"{n_sessions} new sessions, 0 changed, 0 unchanged, memories of no session;" in summary.line(catalog)
+    again = lake.push(wh, catalog, machine="laptop", user="ana")
+    assert (again.n_sessions_new, again.n_sessions_unchanged, again.loose_memories) == (0, n_sessions, False)
+    assert again.refreshed is None
+    con = _lake(catalog)
+    assert con.execute("select count(*) from lake.fct_memories where session_id is null").fetchone()[0] == n_loose
