@@ -116,6 +116,51 @@ def test_star_rows_built_on_worker_processes_equal_those_built_here(tmp_path, mo
     assert differences(tmp_path / "here.duckdb", tmp_path / "workers.duckdb") == []
 
 
+def test_an_incremental_run_on_workers_stores_what_one_here_stores(tmp_path, monkeypatch):
+    """An incremental run whose batches were built on workers compares their Parquet parts with the stored rows
+    where they lie (load/star.py _store_differences): grown, cut and rewritten logs give the warehouse and the
+    rebuilt sessions that the same run built here gives."""
+    from pipeline.load import star
+    from tools.compare import differences
+
+    homes, users = _homes(tmp_path)
+    home = tmp_path / "home"
+    shutil.copytree(homes[0], home)
+    homes = [home, homes[1]]
+    for name in ("here", "workers"):
+        ingest(tmp_path / f"{name}.duckdb", homes, users)
+    logs = sorted(home.glob("session-state/*/events.jsonl"))
+    assert len(logs) >= 3
+    with open(logs[0], "a", encoding="utf-8") as fh:  # grown: a prompt, a tool call and its failure
+        for event in ({"type": "user.message", "data": {"content": "and the tests?"}},
+                      {"type": "tool.execution_start", "data": {"toolCallId": "grown-call", "toolName": "view",
+                                                                "arguments": {"path": "tests/test_x.py"}}},
+                      {"type": "tool.execution_complete", "data": {"toolCallId": "grown-call", "success": False,
+                                                                   "error": {"message": "no such file"}}}):
+            fh.write(json.dumps({**event, "id": f"grown-{event['type']}", "timestamp": "2026-11-01T00:00:00Z"}) + "\n")
+    lines = logs[1].read_text(encoding="utf-8").splitlines(keepends=True)
+    logs[1].write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")  # cut: its later turns and calls go
+    text = logs[2].read_text(encoding="utf-8")
+    logs[2].write_text(text.replace('"success":true', '"success":false', 1).replace(
+        '"success": true', '"success": false', 1), encoding="utf-8")  # rewritten: a call now failed
+    here = ingest(tmp_path / "here.duckdb", homes, users)
+    monkeypatch.setattr(star, "WORKERS_MIN_EVENTS", 0)
+    monkeypatch.setattr(star, "SESSION_BATCH", 1)  # a batch, and parts, per session
+    compared = []
+    real = star._store_differences
+
+    def on_parts(con, in_affected, parts=None):
+        compared.append(parts is not None and all(parts.values()))
+        return real(con, in_affected, parts)
+    monkeypatch.setattr(star, "_store_differences", on_parts)
+    workers = ingest(tmp_path / "workers.duckdb", homes, users)
+    assert compared == [True]  # the rows built on workers were compared where they lie
+    assert here.n_sessions_changed == workers.n_sessions_changed >= 3
+    assert differences(tmp_path / "here.duckdb", tmp_path / "workers.duckdb") == []
+    ingest(tmp_path / "fresh.duckdb", homes, users)  # ... and both are what a fresh ingest of the files gives
+    assert differences(tmp_path / "fresh.duckdb", tmp_path / "workers.duckdb") == []
+
+
 def test_star_rows_built_from_staged_events_in_any_stored_order_are_the_same(tmp_path, monkeypatch):
     """Staging loads its parts in parallel (load/spool.py: insertion order not kept), so one log's events may lie
     in several runs of rows, out of order. The star's pulls read exactly the runs of a batch's sessions
