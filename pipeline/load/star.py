@@ -22,7 +22,7 @@ from ..parts import frame, write_part
 from ..schema import STAGING, STAR, TABLES
 from ..vocabulary import ASSISTANT_MESSAGE, ASSISTANT_USAGE, SESSION_START, SYSTEM_MESSAGE
 from ..warehouse import RESULT_CHARS, RESULT_HEAD_CHARS, key_table, memory_limit_unless_set, release_cache, sql_literal
-from .builder import CATEGORICAL, build_batch
+from .builder import CATEGORICAL, build_batch, warm
 from .spool import Spool, insert
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     for table, target in targets.items():
         if target == _built(table) and parts is None:
             con.execute(f'create or replace temp table "{target}" as select * from "{table}" limit 0')
-    with _Builders(con, root_repos, present, spool_dir / "batches", on_workers) as builders:
+    with _Builders(con, root_repos, present, spool_dir / "batches", on_workers, len(batches)) as builders:
         for k, batch in enumerate(batches):
             large = sum(_n_events(spans.get(sid, ())) for sid in batch) > BATCH_EVENTS
             release_cache(con, pull_memory)  # what stage and the last batch read: this batch reads other blocks
@@ -424,7 +424,7 @@ class _Builders:
     are exported as Parquet parts (streamed by DuckDB). ``submit`` returns what has been built since."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, root_repos: dict[str, str] | None, present: pl.DataFrame,
-                 folder: Path, on_workers: bool):
+                 folder: Path, on_workers: bool, n_batches: int = 1):
         self.con, self.root_repos, self.present, self.folder = con, root_repos or {}, present, folder
         self.pending: list = []
         if on_workers:
@@ -434,6 +434,8 @@ class _Builders:
 
             self.workers = min(os.cpu_count() or 1, 2)
             self.pool = pool(self.workers, multiprocessing.get_context("spawn"))
+            for _ in range(min(self.workers, n_batches)):  # a worker each, importing while a batch is exported
+                self.pool.submit(warm)
             folder.mkdir(parents=True, exist_ok=True)
             self.present_part = str(folder / "present.parquet")
             write_part(present.to_arrow(), self.present_part)
