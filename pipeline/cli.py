@@ -285,9 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quiet and not args.verbose:
         logging.getLogger().setLevel(logging.ERROR)
     from .checks import ChecksFailed
-    from .errors import OutputError, ServeError, SourceError
+    from .errors import LakeError, OutputError, ServeError, SourceError
     from .extensions import ExtensionError
-    from .lake import LakeError
     from .models import ModelError
     from .warehouse import WarehouseError
     try:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 
+class LakeError(Exception):
+    """The lake cannot be attached, or a push failed for good."""
+
+
 class OutputError(Exception):
     """An output folder or file the report may not write: a file it did not write, a link out of the folder."""
 

@@ -36,6 +36,7 @@ import duckdb
 
 from . import extensions
 from .checks import ChecksFailed, run_checks
+from .errors import LakeError
 from .models import ModelError, load_models, models_digest, run_models, scopes_of
 from .schema import ALL_TABLES, STAR, TABLES
 from .warehouse import (
@@ -86,10 +87,6 @@ SQLITE_CROWDED_WAIT = 60.0  # or seconds it waited for its turn (other machines'
 # how long a push, refresh or maintenance of a .sqlite catalog waits for the writers ahead of it
 # ($COPILOT_WAREHOUSE_LOCK_WAIT when set): a refresh of a large lake takes minutes
 TURN_WAIT = 900.0
-
-
-class LakeError(Exception):
-    """The lake cannot be attached, or a push failed for good."""
 
 
 # ------------------------------------------------------------------------------------ catalog

@@ -288,7 +288,15 @@ _VALUE_KINDS = {"azure_storage_key", "azure_sas", "cli_credentials", "telegram_b
 # ``cookie``: the value of one of its cookies)
 _JUDGED_KINDS = {"command_secret", "netrc_password", "code_credentials", "url_key", "cookie", "sql_password",
                  "cli_credentials"}
-_COMPILED = [(kind, re.compile(pat), anchors) for kind, pat, anchors in _TOKENS]
+_COMPILED: list[tuple] = []  # (kind, pattern, anchors) of each rule of _TOKENS, compiled when first needed
+
+
+def _compiled() -> list[tuple]:
+    """The token rules, compiled on the first text the screen flags: compiling them all took 30 ms of each run's
+    start, a run that reads nothing new included."""
+    if not _COMPILED:
+        _COMPILED[:] = [(kind, re.compile(pat), anchors) for kind, pat, anchors in _TOKENS]
+    return _COMPILED
 
 # ------------------------------------------------------------------------------------------ named values
 # A name says its value is secret when one of its words is one of these (camelCase, snake_case, kebab-case,
@@ -1059,10 +1067,10 @@ def _rules_to_try(text: str) -> tuple[list[tuple], bool]:
         for pattern, _kinds in _SCREEN_PARTS:
             screen.Add(pattern)
         screen.Compile()
-        by_kind: dict[str, list] = {}
-        for rule in _COMPILED:  # a kind may have several rules (two shapes of OpenAI key)
-            by_kind.setdefault(rule[0], []).append(rule)
-        _TEXT_SCREEN[:] = [screen, [_COMPILED if kinds is None else [r for k in kinds for r in by_kind[k]]
+        by_kind: dict[str, list[int]] = {}
+        for i, (kind, _pattern, _anchors) in enumerate(_TOKENS):  # a kind may have several rules (two OpenAI keys)
+            by_kind.setdefault(kind, []).append(i)
+        _TEXT_SCREEN[:] = [screen, [range(len(_TOKENS)) if kinds is None else [i for k in kinds for i in by_kind[k]]
                                     for _p, kinds in _SCREEN_PARTS],
                            [kinds is None or kinds == () for _p, kinds in _SCREEN_PARTS]]
     screen, rules, names = _TEXT_SCREEN
@@ -1070,8 +1078,9 @@ def _rules_to_try(text: str) -> tuple[list[tuple], bool]:
     if not found:
         return [], False
     named = any(names[i] for i in found)
-    wanted = {id(rule) for i in found for rule in rules[i]}
-    return [rule for rule in _COMPILED if id(rule) in wanted], named  # in declared order
+    wanted = {rule for i in found for rule in rules[i]}
+    compiled = _compiled()
+    return [compiled[i] for i in sorted(wanted)], named  # in declared order
 
 
 def screen(pattern: str = LINE_SCREEN):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -465,6 +464,8 @@ def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: 
             yield read_batch(batch, run_id, redact, scratch)
         return
     # a worker writes each batch's rows as Parquet parts: larger batches, fewer and larger parts to load
+    import multiprocessing
+
     pool = worker_pool(workers, multiprocessing.get_context("spawn"))
     try:
         pending: deque = deque()  # (futures, how their results become a Batch), in the jobs' order
