@@ -814,7 +814,8 @@ def _compute(con: duckdb.DuckDBPyConnection, catalog: str, summary: RefreshSumma
              now: int, last: int | None, changed: list[str] | None, machine: str, started: float) -> None:
     """The models of what changed from snapshot ``last`` to ``now`` (or whole), and their record, in one
     transaction."""
-    n_sessions = con.execute(f"select count(*) from ({_chosen(now)})").fetchone()[0]
+    n_sessions, n_real = con.execute(f"select count(*), count(*) filter (where session_id <> '') "
+                                     f"from ({_chosen(now)})").fetchone()  # '': memories of no session
     summary.full = changed is None or len(changed) > REFRESH_SHARE * n_sessions
     before: dict[str, list[str]] = {}
     try:
@@ -825,7 +826,7 @@ def _compute(con: duckdb.DuckDBPyConnection, catalog: str, summary: RefreshSumma
     except duckdb.Error as exc:
         raise _unreadable(catalog, None, exc) from exc
     sessions = None if summary.full else [s for s in changed if s]
-    summary.n_sessions = n_sessions if summary.full else len(changed)
+    summary.n_sessions = n_real if summary.full else len(sessions)
     try:
         with transaction(con):
             if _refreshed_from(con, digest) != last:

@@ -858,6 +858,7 @@ def test_a_push_counts_sessions_and_says_memories_of_no_session_apart(tmp_path):
     summary = lake.push(wh, catalog, data_path=tmp_path / "data", machine="laptop", user="ana")
     assert (summary.n_sessions_new, summary.loose_memories) == (n_sessions, True)
     assert f"{n_sessions} new sessions, 0 changed, 0 unchanged, memories of no session;" in summary.line(catalog)
+    assert summary.refreshed.full and summary.refreshed.n_sessions == n_sessions  # ... and the models' line too
     again = lake.push(wh, catalog, machine="laptop", user="ana")
     assert (again.n_sessions_new, again.n_sessions_unchanged, again.loose_memories) == (0, n_sessions, False)
     assert again.refreshed is None
