@@ -23,6 +23,10 @@ A header line configures a model, dbt style:
   rows are its sessions' rows).
 - ``-- incremental: user_name``: the same per person (``dim_sessions.user_name``, who pushed the session to
   team mode's lake; ``(this machine)`` where none did).
+- ``-- incremental: doc_id``: its rows belong to one search document each (``int_search_docs``) and are computed
+  from that document's row alone. An ingest rebuilds the rows of the documents whose ``int_search_docs`` row it
+  changed (added, removed or different in any column): a session grown by one turn retokenizes that turn's texts,
+  not the session's thousands.
 
 A model that reads no table (a constant list) is built in a whole build alone.
 """
@@ -54,12 +58,16 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IMPORT = re.compile(r"^(\w+) as ((?:not )?materialized )?\([ \t]*(?:--[^\n]*)?\s*select \* from (\w+)\s*\)",
                      re.MULTILINE)
 _TEMP_MACRO = re.compile(r"\bcreate\s+or\s+replace\s+macro\b", re.IGNORECASE)
-SCOPES = {"session_id": "_scope", "project_id": "_scope_projects", "user_name": "_scope_users"}  # a key: its table
+SCOPES = {"session_id": "_scope", "project_id": "_scope_projects", "user_name": "_scope_users",
+          "doc_id": "_scope_docs"}  # a key: its table
+# a model incremental by doc_id is rebuilt for the documents whose row of this model the run changed (DOCS is
+# incremental by session_id and built before it: the rows of the scope's sessions are compared before and after)
+DOCS = "int_search_docs"
 THIS_MACHINE = "(this machine)"  # the person of the sessions nobody pushed (as the report_people* models say it)
 # a key other than session_id: a session's value of it, from dim_sessions
 OF_SESSION = {"project_id": "project_id", "user_name": f"coalesce(user_name, '{THIS_MACHINE}')"}
 # a key's scope: the table of the sessions it holds
-SCOPE_SESSIONS = {"session_id": "_scope", **{key: f"{SCOPES[key]}_sessions" for key in OF_SESSION}}
+SCOPE_SESSIONS = {"session_id": "_scope", "doc_id": "_scope", **{key: f"{SCOPES[key]}_sessions" for key in OF_SESSION}}
 
 
 def sql_dir() -> Path:
@@ -185,6 +193,7 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
             key_table(con, SCOPES[key], sorted(set((before or {}).get(key, ())) | set(now[key])))
             con.execute(f'create or replace temp table "{SCOPE_SESSIONS[key]}" as select session_id as key '
                         f'from dim_sessions where {of} in (select key from "{SCOPES[key]}") or {of} is null')
+        con.execute(f'create or replace temp table "{SCOPES["doc_id"]}" (key varchar)')  # filled after DOCS
         keys = {table: _keys(con, table) for table in {*SCOPES.values(), *SCOPE_SESSIONS.values()}}
         n_sessions = con.execute("select count(*) from dim_sessions").fetchone()[0]
         for key in OF_SESSION:  # a scope of most sessions (a home's few projects, its one person): built whole
@@ -192,10 +201,15 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
                 keys[SCOPES[key]] = None
     tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = current_schema() "
                                         "and database_name = current_database()").fetchall()}
+    docs_before = sessions is not None and DOCS in tables and _docs_before(con, keys)
+    if sessions is not None and not docs_before:
+        keys[SCOPES["doc_id"]] = None  # no documents to compare with: the models by document are built whole
     for model in load_models(root):
         started = time.perf_counter()
         try:
             _build(con, model, keys, model.name in tables, temp_macros)
+            if model.name == DOCS and docs_before:
+                keys[SCOPES["doc_id"]] = _changed_docs(con, keys)
         except ModelError:
             raise
         except duckdb.InterruptException as exc:  # Ctrl-C during a model: an interruption, not a broken model
@@ -205,7 +219,7 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
         if model.layer != "macros":
             seconds[model.name] = time.perf_counter() - started
     if sessions is not None:
-        for table in {*SCOPES.values(), *SCOPE_SESSIONS.values()}:
+        for table in {*SCOPES.values(), *SCOPE_SESSIONS.values(), *(("_docs_before",) if docs_before else ())}:
             con.execute(f'drop table "{table}"')
     elif "_meta" in tables:
         set_meta(con, MODELS_META, models_digest(root))
@@ -214,6 +228,26 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
              "incremental" if sessions is not None else "full", sum(seconds.values()),
              ", ".join(f"{name} {secs:.2f}s" for name, secs in slowest))
     return list(seconds)
+
+
+def _docs_in_scope(keys: dict[str, str | None]) -> str:
+    """The rows of DOCS an incremental build of it replaces: those of the scope's sessions and of no session."""
+    return f'select * from "{DOCS}" where session_id in {keys[SCOPES["session_id"]]} or session_id is null'
+
+
+def _docs_before(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) -> bool:
+    """Keep the rows of DOCS the build will replace, to tell which documents it changed (``_changed_docs``)."""
+    con.execute(f'create or replace temp table "_docs_before" as {_docs_in_scope(keys)}')
+    return True
+
+
+def _changed_docs(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) -> str:
+    """The documents whose DOCS row the build added, removed or changed, into the doc scope table; its keys."""
+    now = _docs_in_scope(keys)
+    con.execute(f'insert into "{SCOPES["doc_id"]}" select distinct doc_id from ('
+                f'(select * from "_docs_before" except all {now}) union all ({now} except all '
+                f'select * from "_docs_before"))')
+    return _keys(con, SCOPES["doc_id"])
 
 
 SLOWEST = 5  # models named, with their seconds, in the log line of a build (`-v`)

@@ -232,3 +232,35 @@ def test_an_incremental_build_leaves_a_model_that_reads_no_table_as_the_whole_bu
     run_models(con)
     assert con.execute("select count(*) from int_stopwords").fetchone() == (n,)
     con.close()
+
+
+def test_a_session_grown_by_a_prompt_retokenizes_that_prompt_alone(sample_home, tmp_path, monkeypatch):
+    """int_search_terms is incremental by document: an ingest rebuilds the terms of the documents whose
+    int_search_docs row it changed - one new prompt here - and the index is the one a fresh ingest builds."""
+    import json
+
+    from pipeline import models
+    from tools.compare import differences
+
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    log = max(sample_home.glob("session-state/*/events.jsonl"), key=lambda p: p.stat().st_size)
+    sid = log.parent.name
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "user.message", "data": {"content": "retokenize nothing else, please"},
+                             "id": "grown-prompt", "timestamp": "2026-11-01T00:00:00.000Z"}) + "\n")
+    scoped = []
+    real = models._changed_docs
+
+    def seen(con, keys):
+        out = real(con, keys)
+        scoped.append(sorted(r[0] for r in con.execute(f'select key from "{models.SCOPES["doc_id"]}"').fetchall()))
+        return out
+    monkeypatch.setattr(models, "_changed_docs", seen)
+    ingest(wh, [sample_home])
+    n_turns = rows(wh, "select count(*) from fct_turns where session_id = ?", [sid])[0][0]
+    assert scoped == [[f"prompt:{sid}:{n_turns - 1}"]]
+    assert rows(wh, "select count(*) from int_search_terms where doc_id = ? and term = 'retokenize'",
+                [f"prompt:{sid}:{n_turns - 1}"]) == [(1,)]
+    ingest(tmp_path / "fresh.duckdb", [sample_home])
+    assert differences(wh, tmp_path / "fresh.duckdb") == []

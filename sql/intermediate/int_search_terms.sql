@@ -1,5 +1,5 @@
 -- int_search_terms: one row per document x term, the inverted index behind search()
--- incremental: session_id
+-- incremental: doc_id
 with
 
 docs as (
