@@ -964,8 +964,7 @@ def lake_reader(catalog: str, at: int | None = None) -> duckdb.DuckDBPyConnectio
                 con.execute(f'create view "{model.name}" as select * from lake."{schema}"."{model.name}" '
                             f"at (version => {now})")
                 continue
-            cols = ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in model.table.columns)
-            con.execute(f'create view "{model.name}" as select {cols} from ({model.sql})')
+            con.execute(f'create view "{model.name}" as select {model.table.cast_sql()} from ({model.sql})')
         for name, sql in VIEW_SQL.items():
             con.execute(f'create view "{name}" as {sql}')
         return con

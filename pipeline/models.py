@@ -201,8 +201,10 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
                 keys[SCOPES[key]] = None
     tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = current_schema() "
                                         "and database_name = current_database()").fetchall()}
-    docs_before = sessions is not None and DOCS in tables and _docs_before(con, keys)
-    if sessions is not None and not docs_before:
+    docs_before = sessions is not None and DOCS in tables
+    if docs_before:
+        _docs_before(con, keys)
+    elif sessions is not None:
         keys[SCOPES["doc_id"]] = None  # no documents to compare with: the models by document are built whole
     for model in load_models(root):
         started = time.perf_counter()
@@ -235,10 +237,9 @@ def _docs_in_scope(keys: dict[str, str | None]) -> str:
     return f'select * from "{DOCS}" where session_id in {keys[SCOPES["session_id"]]} or session_id is null'
 
 
-def _docs_before(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) -> bool:
+def _docs_before(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) -> None:
     """Keep the rows of DOCS the build will replace, to tell which documents it changed (``_changed_docs``)."""
     con.execute(f'create or replace temp table "_docs_before" as {_docs_in_scope(keys)}')
-    return True
 
 
 def _changed_docs(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) -> str:
@@ -295,7 +296,7 @@ def _build(con: duckdb.DuckDBPyConnection, model: Model, scopes: dict[str, str |
         con.execute(_TEMP_MACRO.sub("create or replace temp macro", model.sql) if temp_macros else model.sql)
         return
     table = model.table
-    cols = ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in table.columns)
+    cols = table.cast_sql()
     select = f"select {cols} from ({model.sql})"
     if scopes and exists and not model.reads:  # a constant: as the last whole build left it
         return

@@ -45,6 +45,10 @@ class Table:
         cols = ",\n  ".join(f'"{c.name}" {c.type}' for c in self.columns)
         return f'create table if not exists "{self.name}" (\n  {cols}\n)'
 
+    def cast_sql(self) -> str:
+        """The table's columns as a SELECT list, each cast to its declared type, in its order."""
+        return ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in self.columns)
+
 
 def _t(name: str, grain: str, key: Iterable[str], description: str, *cols):
     return Table(name, grain, tuple(key), description, tuple(Column(*c) for c in cols))

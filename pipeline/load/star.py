@@ -270,7 +270,7 @@ def _store_differences(con: duckdb.DuckDBPyConnection, in_affected: str,
 
 def _parts_relation(table: str, files: list[str]) -> str:
     """The rows of Parquet parts built for ``table`` as a subquery of its columns, in its order and types."""
-    cols = ", ".join(f'cast("{c.name}" as {c.type}) as "{c.name}"' for c in TABLES[table].columns)
+    cols = TABLES[table].cast_sql()
     if not files:
         return f'(select {cols} from "{table}" limit 0)'
     return f"(select {cols} from read_parquet([{', '.join(sql_literal(f) for f in files)}]))"
