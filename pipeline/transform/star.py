@@ -336,19 +336,32 @@ def tool_calls(ev: pl.DataFrame, tools: pl.DataFrame, requests: pl.DataFrame) ->
                       maintain_order="left")
 
 
+def _file_tool(tool: pl.Expr) -> pl.Expr:
+    """A tool's name as ``file_action`` reads it: lower case, without a server's or extension's prefix."""
+    return tool.str.to_lowercase().str.replace(r"^.*[-/]", "")
+
+
+FILE_TOOLS = ("str_replace_editor",)  # with VIEW_TOOLS, EDIT_TOOLS and CREATE_TOOLS: those file_action names
+
+
 def file_action(tool: pl.Expr, args: pl.Expr) -> pl.Expr:
-    name = tool.str.to_lowercase().str.replace(r"^.*[-/]", "")
+    name = _file_tool(tool)
     command = args.str.json_path_match("$.command")
     return (pl.when(name.is_in(list(VIEW_TOOLS))).then(pl.lit("view"))
             .when(name.is_in(list(EDIT_TOOLS))).then(pl.lit("edit"))
             .when(name.is_in(list(CREATE_TOOLS))).then(pl.lit("create"))
-            .when(name == "str_replace_editor").then(command.replace_strict(EDITOR_COMMANDS, default=None))
+            .when(name.is_in(list(FILE_TOOLS))).then(command.replace_strict(EDITOR_COMMANDS, default=None))
             .otherwise(None))
 
 
-def file_path_arg(args: pl.Expr) -> pl.Expr:
-    return pl.coalesce([args.str.json_path_match(f"$.{k}") for k in PATH_KEYS]
-                       + [args.str.extract(_PATCH_FILE, 1)])
+def file_path_arg(args: pl.Series) -> pl.Series:
+    """The file each tool call's arguments name: the first of ``PATH_KEYS`` they hold, else the file a patch
+    names. Each lookup parses every argument, so a key that no argument's text holds is not looked up (the
+    staged arguments are DuckDB's JSON, which writes such a key as it is, never escaped)."""
+    found = [args.str.json_path_match(f"$.{k}") for k in PATH_KEYS if args.str.contains(k, literal=True).any()]
+    if args.str.contains("*** ", literal=True).any():
+        found.append(args.str.extract(_PATCH_FILE, 1))
+    return pl.select(pl.coalesce(found)).to_series() if found else pl.Series(None, [None] * len(args), pl.String)
 
 
 # ------------------------------------------------------------------------------------------ sessions
@@ -585,8 +598,12 @@ def file_touches(calls: pl.DataFrame, store_files: pl.DataFrame, sess: pl.DataFr
     """Tool-call, VS Code edited-file and session_files touches, with project-relative paths and
     deterministic file ids."""
     proj = sess.select("session_id", "project_id", "project_root", "cwd")
-    from_calls = calls.select(
-        "session_id", "tool_call_id", file_path_arg(pl.col("arguments")).alias("raw_path"),
+    # the file-tool calls first, then their paths: the path's seven lookups in the arguments on those calls only
+    names = calls.select(pl.col("tool_name").unique().drop_nulls()).to_series()
+    file_tools = names.filter(_file_tool(names).is_in([*VIEW_TOOLS, *EDIT_TOOLS, *CREATE_TOOLS, *FILE_TOOLS]))
+    from_calls = calls.filter(pl.col("tool_name").is_in(file_tools.to_list()))
+    from_calls = from_calls.select(
+        "session_id", "tool_call_id", file_path_arg(from_calls["arguments"]).alias("raw_path"),
         file_action(pl.col("tool_name"), pl.col("arguments")).alias("action"),
         pl.coalesce("started_at", "completed_at").alias("at"), "result_numbered", "is_success",
     ).filter(pl.col("raw_path").is_not_null() & pl.col("action").is_not_null())

@@ -434,10 +434,10 @@ def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame
         per_session[r["session_id"]]["shutdown"][r["leg_index"]] = _parse(r["extra"])
     for r in checkpoints.iter_rows(named=True):
         per_session[r["session_id"]]["ck"][r["leg_index"]].append(r)
-    # of a message, only what the legs read of it (one per model call: 200,000 in one session, where each column
-    # more, a time above all, made each row a Python object slower to build), and when each leg last used each
-    # model by its messages (``msg_at``: leg -> model as logged -> time)
-    for r in msg.select("session_id", "leg_index", "obs_index", "model", "output_tokens").iter_rows(named=True):
+    # the messages as the legs read them: a row per leg, usage interval and model, in the order each first
+    # came (one message per model call: 200,000 in one session, each a Python object before), and when each leg
+    # last used each model by its messages (``msg_at``: leg -> model as logged -> time)
+    for r in _message_groups(msg).iter_rows(named=True):
         per_session[r["session_id"]]["msg"][r["leg_index"]].append(r)
     for sid, leg, model, at in msg.group_by("session_id", "leg_index", "model").agg(
             pl.col("requested_at").max()).iter_rows():
@@ -462,6 +462,15 @@ def build_usage(ev: pl.DataFrame, store_usage: pl.DataFrame, turns: pl.DataFrame
             pl.when(pl.col("token_source") == "debug_log").then(pl.col("_premium"))
             .otherwise(pl.col("premium_requests")).alias("premium_requests")).drop("_premium")
     return requests.drop("obs_index"), leg_frame, rollup(leg_frame)
+
+
+def _message_groups(msg: pl.DataFrame) -> pl.DataFrame:
+    """The requests answered by messages grouped by session, leg, usage interval (``obs_index``) and model, in
+    the order each group's first request came: ``n`` requests, ``out`` their output tokens (those logged),
+    ``known`` whether any logged them. All ``_session_legs`` reads of the messages."""
+    return msg.group_by("session_id", "leg_index", "obs_index", "model", maintain_order=True).agg(
+        pl.len().alias("n"), pl.col("output_tokens").sum().alias("out"),
+        pl.col("output_tokens").is_not_null().any().alias("known"))
 
 
 def _desktop_legs(desktop: pl.DataFrame | None, known: set[str]) -> list[dict]:
@@ -540,8 +549,8 @@ def _session_legs(sid: str, legs: list[dict], s: dict, has_tokens: bool, version
         parts: dict[str, _Part] = {}
         if shutdown is not None:
             raw = _metrics(shutdown)
-            leg_out = sum(m["output_tokens"] or 0 for m in msgs) if has_tokens else None
-            cumulative = is_cumulative(raw, prev_metrics, leg_out, len(msgs), version)
+            leg_out = sum(m["out"] for m in msgs) if has_tokens else None
+            cumulative = is_cumulative(raw, prev_metrics, leg_out, sum(m["n"] for m in msgs), version)
             token_source = "shutdown_delta" if cumulative else "shutdown"
             base, base_premium = running, running_premium
             if cks:
@@ -579,9 +588,9 @@ def _session_legs(sid: str, legs: list[dict], s: dict, has_tokens: bool, version
             token_source = "message_output_tokens" if msgs else None
             for m in msgs:
                 p = parts.setdefault(m["model"] or UNKNOWN_MODEL, _Part())
-                p.requests += 1
-                if m["output_tokens"] is not None:
-                    p.tokens["output_tokens"] = (p.tokens["output_tokens"] or 0) + m["output_tokens"]
+                p.requests += m["n"]
+                if m["known"]:
+                    p.tokens["output_tokens"] = (p.tokens["output_tokens"] or 0) + m["out"]
             for model, at in msg_at.items():
                 p = parts[model or UNKNOWN_MODEL]
                 p.used_at = _later(p.used_at, at)
@@ -627,8 +636,8 @@ def _fill_left_out(parts: dict[str, _Part], msgs: list[dict], leg_nano: float, l
         return False
     seen: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for m in msgs:
-        seen[m["model"] or UNKNOWN_MODEL][0] += 1
-        seen[m["model"] or UNKNOWN_MODEL][1] += m["output_tokens"] or 0
+        seen[m["model"] or UNKNOWN_MODEL][0] += m["n"]
+        seen[m["model"] or UNKNOWN_MODEL][1] += m["out"]
     gap = {model: (n - (parts[model].requests if model in parts else 0),
                    out - ((parts[model].tokens["output_tokens"] or 0) if model in parts else 0))
            for model, (n, out) in seen.items()}
@@ -724,10 +733,10 @@ def _weights(models: dict[str, list[dict]], day: date | None) -> dict[str, float
         total = sum(values.values())
         return {k: v / total for k, v in values.items()} if total > 0 else None
 
-    out = {m: sum(r["output_tokens"] or 0 for r in rs) for m, rs in models.items()}
+    out = {m: sum(r["out"] for r in rs) for m, rs in models.items()}
     priced = {m: out[m] * float(rt.output) for m in models if (rt := prices.rates(m, day)) is not None}
     return ((share(priced) if len(priced) == len(models) else None) or share(out)
-            or share({m: len(rs) for m, rs in models.items()}))
+            or share({m: sum(r["n"] for r in rs) for m, rs in models.items()}))
 
 
 def _leg_row(sid: str, leg: dict, model: str, p: _Part, token_source: str) -> dict:
@@ -789,24 +798,26 @@ def request_costs(requests: pl.DataFrame, auto: set[tuple[str, int]] | None = No
     its input and output tokens are known, else unknown (NULL); ``cost_source`` says which. ``auto``: the
     (session, leg) pairs on auto model selection (10% off estimates)."""
     auto = auto or set()
-    credits, sources = [], []
-    # rows as tuples, not dicts, and the day of each, not its time: one per model call, 200,000 in one session
-    for sid, leg, model, day, nano, inp, out, cache_read, cache_write, _reasoning in requests.select(
-            "session_id", "leg_index", "model", pl.col("requested_at").dt.date(), "nano_aiu", *_TOKENS).iter_rows():
+    credits: list = [None] * requests.height
+    sources = ["unknown"] * requests.height
+    # only the rows with a cost to work out (one per model call, 200,000 in one session, most knowing no input
+    # tokens): as tuples, with the day of each, not its time
+    priced = (pl.col("nano_aiu").is_not_null() | (pl.col("input_tokens").is_not_null()
+                                                  & pl.col("output_tokens").is_not_null()
+                                                  & pl.col("model").ne_missing(UNKNOWN_MODEL)))
+    for i, sid, leg, model, day, nano, inp, out, cache_read, cache_write, _reasoning in requests.select(
+            pl.int_range(pl.len()).alias("_i"), "session_id", "leg_index", "model",
+            pl.col("requested_at").dt.date(), "nano_aiu", *_TOKENS).filter(priced).iter_rows():
         if nano is not None:
-            credits.append((Decimal(nano) / prices.NANO_PER_CREDIT).quantize(prices.CREDIT_PLACES))
-            sources.append("logged")
+            credits[i] = (Decimal(nano) / prices.NANO_PER_CREDIT).quantize(prices.CREDIT_PLACES)
+            sources[i] = "logged"
             continue
-        rates = None
-        if inp is not None and out is not None and model != UNKNOWN_MODEL:
-            rates = prices.rates(model, day)
+        rates = prices.rates(model, day)
         if rates is None:
-            credits.append(None)
-            sources.append("unknown")
             continue
         usd = rates.usd(inp, out, cache_read, cache_write, (sid, leg) in auto)
-        credits.append((usd / prices.USD_PER_CREDIT).quantize(prices.CREDIT_PLACES))
-        sources.append("estimated")
+        credits[i] = (usd / prices.USD_PER_CREDIT).quantize(prices.CREDIT_PLACES)
+        sources[i] = "estimated"
     return requests.with_columns(
         pl.Series("ai_credits", credits, dtype=pl.Decimal(38, 9)),
         pl.Series("cost_source", sources, dtype=pl.String),
