@@ -24,15 +24,15 @@ import duckdb
 from .checks import ChecksFailed, all_checks, run_checks
 from .errors import SourceError
 from .extract import discover
-from .extract.base import Finder
+from .extract.base import Finder, Source
 from .extract.parallel import read_all
 from .load import star
 from .load.spool import Spool, prune_texts, run_folder
 from .load.state import Plan, SourceState, keep_gone, restore_gone
 from .models import models_current, run_models, scopes_of
 from .processes import gc_paused
-from .redact import store_paths
-from .runs import RunSummary, new_run_id, record_run
+from .redact import store_paths, stored_path
+from .runs import RunSummary, new_run_id, record_run, redact_recorded_roots
 from .schema import MODELS, STAR
 from .warehouse import (
     FORMAT_VERSION,
@@ -75,7 +75,9 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
     started = time.perf_counter()
     now = now or datetime.now(timezone.utc)
     roots = [str(Path(p).resolve()) for p in [*copilot_homes, *vscode_users]]
-    summary = RunSummary(new_run_id(now), "full" if full else "incremental", roots)
+    # the roots as stored, as every path is (a secret in a folder's name is redacted)
+    summary = RunSummary(new_run_id(now), "full" if full else "incremental",
+                         [stored_path(root, redact) for root in roots])
     with ExitStack() as held:
         held.enter_context(writing(warehouse))  # this tool's readers (serve's searches) wait for the run
         held.enter_context(gc_paused())  # the run's rows and plans are no cycles (see processes.gc_paused)
@@ -85,8 +87,9 @@ def ingest(warehouse: str | Path, copilot_homes: list[Path], vscode_users: list[
         held.callback(shutil.rmtree, folder, ignore_errors=True)
         (folder / "scratch").mkdir()
         with transaction(con):
-            run = _prepare(con, folder, summary, full, redact, progress, started)
-            plans = _plan(run, copilot_homes, vscode_users, roots)
+            found = _discover(copilot_homes, vscode_users, redact, progress)
+            run = _prepare(con, folder, summary, full, redact, progress, started, found)
+            plans = _plan(run, found, roots)
             _read(run, plans, workers)
             _stage(run)
             _build(run)
@@ -125,14 +128,37 @@ class _Run:
         self.mark = self.summary.phase(name, self.mark)
 
 
+@dataclass
+class _Found:
+    """The sources found under the roots, as each is stored (``paths``: redacted, valid UTF-8), and what the
+    search met (``finder``: each file's stat, the folders it could not read)."""
+
+    sources: list[Source]
+    paths: set[str]
+    finder: Finder
+
+
+def _discover(copilot_homes: list[Path], vscode_users: list[Path], redact: bool,
+              progress: Callable[[int, int, str], None] | None) -> _Found:
+    """The sources under the roots, found before the warehouse is touched: a full run keeps the rows of the
+    sources it will not find (``keep_gone``), which it can only tell by what it finds when a stored path is
+    no path on disk (redacted, or not valid UTF-8)."""
+    if progress:
+        progress(0, 0, "finding sources")
+    finder = Finder()
+    sources = discover(copilot_homes, vscode_users, finder)
+    store_paths([src.path for src in sources], redact)  # redacted at once: each plan's key looks it up
+    return _Found(sources, {stored_path(src.path, redact) for src in sources}, finder)
+
+
 def _prepare(con: duckdb.DuckDBPyConnection, folder: Path, summary: RunSummary, full: bool, redact: bool,
-             progress: Callable[[int, int, str], None] | None, started: float) -> _Run:
+             progress: Callable[[int, int, str], None] | None, started: float, found: _Found) -> _Run:
     """The warehouse ready for the run: its schema, a full run's clean slate (but for the rows of sources
     gone from disk), and what must be rebuilt whatever changed (rows of an older format, another share of
     each tool output kept in fct_tool_calls)."""
     kept: list[str] = []
     if full:  # from scratch, but for what nothing can read again: the rows of sources gone from disk
-        kept = keep_gone(con)
+        kept = keep_gone(con, found.paths)
         drop_all(con)
     # a model this version adds (or one someone dropped) is built whole on this run, even if no source changed
     created = ensure_schema(con)
@@ -140,6 +166,8 @@ def _prepare(con: duckdb.DuckDBPyConnection, folder: Path, summary: RunSummary, 
         restore_gone(con)
     if "_runs" in created:  # a new warehouse: everything is read
         summary.mode = "full"
+    elif redact and (n := redact_recorded_roots(con)):
+        log.info("%d earlier runs' roots stored redacted, as every path is now", n)
     spool = Spool(con, folder / "staging")
     run = _Run(con, folder, summary, SourceState(con, spool, summary, redact), spool,
                progress or (lambda _done, _total, _phase: None), full,
@@ -161,16 +189,12 @@ def _prepare(con: duckdb.DuckDBPyConnection, folder: Path, summary: RunSummary, 
     return run
 
 
-def _plan(run: _Run, copilot_homes: list[Path], vscode_users: list[Path], roots: list[str]) -> list[Plan]:
-    """Discover the sources and plan what to read: which changed since the last run (their fingerprints)."""
-    run.tell(0, 0, "finding sources")
-    finder = Finder()
-    sources = discover(copilot_homes, vscode_users, finder)
-    store_paths([src.path for src in sources], run.state.redact)  # redacted at once: each plan's key looks it up
-    run.state.record_problems(roots, finder.problems)
+def _plan(run: _Run, found: _Found, roots: list[str]) -> list[Plan]:
+    """Plan what to read of the sources found: which changed since the last run (their fingerprints)."""
+    run.state.record_problems(roots, found.finder.problems)
     plans: list[Plan] = []
-    for src in sources:
-        plan, came_back = run.state.plan(src, finder.stats.get(src.path))
+    for src in found.sources:
+        plan, came_back = run.state.plan(src, found.finder.stats.get(src.path))
         run.affected |= came_back
         if plan is not None:
             plans.append(plan)

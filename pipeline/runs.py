@@ -69,3 +69,23 @@ def record_run(con: duckdb.DuckDBPyConnection, summary: RunSummary, started_at: 
                     summary.n_files_read, summary.n_files_unchanged, summary.n_records, summary.n_rejects,
                     summary.n_redactions, summary.n_sessions_changed,
                     orjson.dumps(summary.__dict__, default=str).decode()])
+
+
+def redact_recorded_roots(con: duckdb.DuckDBPyConnection) -> int:
+    """The roots earlier versions recorded in ``_runs`` as given (``sources`` and the summary's copy), stored as
+    every path is now: a secret in a folder's name redacted. Returns the runs rewritten."""
+    from .redact import stored_path
+
+    roots = [r[0] for r in con.execute("select distinct unnest(sources) from _runs").fetchall() if r[0] is not None]
+    changed = 0
+    for root in roots:
+        stored = stored_path(root)
+        if stored == root:
+            continue
+        was, now = orjson.dumps(root).decode()[1:-1], orjson.dumps(stored).decode()[1:-1]  # as the summary spells it
+        changed += con.execute(
+            "update _runs set sources = list_transform(sources, s -> case when s = $1 then $2 else s end), "
+            "summary = replace(summary, $3, $4) where list_contains(sources, $1) returning run_id",
+            [root, stored, was, now]).fetchall().__len__()
+    return changed
+

@@ -888,7 +888,7 @@ BOOKKEEPING = [
         ("run_id", "VARCHAR", "Run id (UTC time + random suffix)."),
         ("started_at", "TIMESTAMPTZ", "UTC."), ("finished_at", "TIMESTAMPTZ", "UTC."),
         ("mode", "VARCHAR", "full | incremental"),
-        ("sources", "VARCHAR[]", "Source roots read."),
+        ("sources", "VARCHAR[]", "Source roots read, as every path is stored (a secret in a folder name redacted)."),
         ("n_files_read", "INTEGER", "Files (re)read."), ("n_files_unchanged", "INTEGER", "Files skipped as unchanged."),
         ("n_records", "BIGINT", "Records staged."), ("n_rejects", "INTEGER", "Rows added to _rejects."),
         ("n_redactions", "INTEGER", "Secrets redacted."),

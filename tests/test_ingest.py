@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.ingest import ingest
-from pipeline.schema import MARTS, MODELS, STAR
+from pipeline.schema import MARTS, MODELS, STAGING, STAR
 
 from .conftest import REPO, rows, snapshot
 
@@ -799,3 +799,40 @@ def test_a_session_that_moves_to_another_project_leaves_its_old_project_rebuilt(
     assert rows(wh, "select count(*) from report_topics where project_id = ?", [new])[0][0]
     ingest(wh, [sample_home], full=True)
     assert snapshot(wh, tables) == incremental
+
+
+def test_a_home_under_a_folder_named_with_a_token_is_rebuilt_by_full_and_its_roots_stored_redacted(tmp_path, caplog):
+    """Every path is stored redacted, so a stored path under a folder named with a token is no path on disk:
+    `--full` took each such source for gone, kept its rows and read nothing again (and warned that its sessions'
+    files were gone). It reads them all, as any full run does; and the roots a run records (`_runs.sources`, the
+    summary) are stored redacted too, those an earlier version recorded as given rewritten on the next run."""
+    import logging
+    import shutil
+
+    token = "ghp_" + "Zq9mk2Lw8xQ7" * 3
+    home = tmp_path / token / "copilot-home"
+    shutil.copytree(REPO / "data" / "sample" / "copilot-home", home)
+    wh, fresh = tmp_path / "w.duckdb", tmp_path / "fresh.duckdb"
+    first = ingest(wh, [home])
+    assert first.n_files_read > 0 and first.sources == [str(tmp_path / "[REDACTED:github_token]" / "copilot-home")]
+    with caplog.at_level(logging.WARNING, logger="pipeline"):
+        again = ingest(wh, [home], full=True)
+    assert (again.n_files_read, again.n_files_unchanged) == (first.n_files_read, 0)
+    assert not [r for r in caplog.records if "gone from disk" in r.getMessage()]
+    ingest(fresh, [home])
+    tables = STAR_TABLES + [t.name for t in MODELS] + [t.name for t in STAGING]
+    assert snapshot(wh, tables) == snapshot(fresh, tables)
+    con = duckdb.connect(str(wh))  # as an earlier version recorded the roots: as given
+    con.execute("update _runs set sources = [?], summary = replace(summary, '[REDACTED:github_token]', ?)",
+                [str(home), token])
+    con.close()
+    assert rows(wh, "select count(*) from _runs where summary like ? and list_contains(sources, ?)",
+                [f"%{token}%", str(home)]) == [(2,)]
+    ingest(wh, [home])
+    con = duckdb.connect(str(wh), read_only=True)
+    leaks = [(t, c) for t, c in con.execute("select table_name, column_name from information_schema.columns "
+                                            "where table_schema = 'main'").fetchall()
+             if con.execute(f'select count(*) from "{t}" where "{c}"::varchar like ?', [f"%{token}%"]).fetchone()[0]]
+    con.close()
+    assert leaks == []
+    assert rows(wh, "select count(*) from _runs where summary like '%[REDACTED:github_token]%'") == [(3,)]

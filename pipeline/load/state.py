@@ -53,15 +53,18 @@ class Plan:
         return self.known.prior if self.known else None
 
 
-def keep_gone(con: duckdb.DuckDBPyConnection) -> list[str]:
+def keep_gone(con: duckdb.DuckDBPyConnection, found: set[str]) -> list[str]:
     """Before a rebuild from scratch (``ingest --full``): the staged rows, rejects and bookkeeping of the sources
     gone from disk, set aside in temp tables (``restore_gone`` puts them back), since nothing can read them
-    again; returns the sessions they hold. A session whose folder was deleted is kept by --full as by any run."""
+    again; returns the sessions they hold. A session whose folder was deleted is kept by --full as by any run.
+    ``found``: the sources the run found, as stored: a stored path that is no path on disk (redacted, or a name not
+    valid UTF-8) is gone when the run did not find it."""
     have = {r[0] for r in con.execute("select table_name from information_schema.tables where table_schema = 'main' "
                                       "and table_catalog = current_database()").fetchall()}
     if "_source_files" not in have:
         return []
-    gone = [p for (p,) in con.execute("select source_path from _source_files").fetchall() if not os.path.exists(p)]
+    gone = [p for (p,) in con.execute("select source_path from _source_files").fetchall()
+            if p not in found and not os.path.exists(p)]
     if not gone:
         return []
     # a folder source's rows name the file in it they came from (a checkpoint's): those go with the folder
