@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from ..checks import SHOW_ROWS, CheckFailure, ChecksFailed, key_check_sql
 from ..parts import frame, write_part
 from ..schema import STAGING, STAR, TABLES
 from ..vocabulary import ASSISTANT_MESSAGE, ASSISTANT_USAGE, SESSION_START, SYSTEM_MESSAGE
@@ -237,43 +238,62 @@ def _store_differences(con: duckdb.DuckDBPyConnection, in_affected: str,
     the rows built that are not among those stored come in: a session grown by one event keeps its other rows
     (one 500 MB session grown by an event: the whole session's 56,000 tool calls, 8,000 turns and their texts
     deleted, inserted and their outputs filled in again before, 0.9 s of a 4.5 s run). Rows are compared whole,
-    NULLs equal; a table's keys are unique (checked), so no two of its rows are equal. The tool calls that stay
-    out of fct_tool_calls stay in ``_CALLS``, for fill_outputs. Returns the sessions any of whose rows changed.
+    NULLs equal; a table's keys are unique and not NULL (checked), so a stored row and a built row are the same row
+    when their keys match and so does every other column: they are paired by key (one join on the key's columns,
+    the others compared on the pairs, rather than two anti-joins hashing every column).
+    The tool calls that stay out of fct_tool_calls stay in ``_CALLS``, for fill_outputs. Returns the sessions any
+    of whose rows changed.
 
     ``parts``: the rows built are in these Parquet parts a worker wrote (table -> files), compared where they lie
     instead of in temp tables (one session of 200,000 tool calls grown by an event: loading them first took 0.7 s
     of the comparison's 1.4)."""
     changed: set[str] = set()
     for table in SESSION_TABLES:
-        built = f'"{_CALLS if table == "fct_tool_calls" else _built(table)}"' if parts is None else \
-            _parts_relation(table, parts[table])
-        skip = _NOT_COMPARED.get(table, ())
-        same = " and ".join(f'b."{c.name}" is not distinct from s."{c.name}"' for c in TABLES[table].columns
-                            if c.name not in skip)
-        _sessions_of(con.execute(f'delete from "{table}" as s where session_id in {in_affected} '
-                                 f'and not exists (select 1 from {built} as b where {same}) returning session_id'),
-                     changed)
-        kept = f'exists (select 1 from "{table}" as s where s.session_id in {in_affected} and {same})'
+        built = _built_rows(table, None if parts is None else parts[table])
+        spec, skip = TABLES[table], _NOT_COMPARED.get(table, ())
+        # rows paired by key must have one (a star that built two rows of a key would pass the checks paired so)
+        repeated = con.execute(f"{key_check_sql(table, spec.key, built)} limit {SHOW_ROWS}").fetchall()
+        if repeated:
+            raise ChecksFailed([CheckFailure(f"unique_key_{table}", len(repeated), [*spec.key, "n_rows"], repeated)])
+        on = " and ".join(f's."{c}" = b."{c}"' for c in spec.key)
+        differ = " or ".join(f's."{c.name}" is distinct from b."{c.name}"' for c in spec.columns
+                             if c.name not in skip and c.name not in spec.key) or "false"
+        con.execute(f'create or replace temp table "{_PAIRS}" as select s._row as stored, b._file, b._row as built '
+                    f'from (select rowid as _row, * from "{table}" where session_id in {in_affected}) as s '
+                    f'full join {built} as b on {on} where s._row is null or b._row is null or {differ}')
+        _sessions_of(con.execute(f'delete from "{table}" where rowid in (select stored from "{_PAIRS}" '
+                                 'where stored is not null) returning session_id'), changed)
+        cols = ", ".join(f'b."{c.name}"' for c in spec.columns)
+        new = f'select {cols} from {built} as b semi join "{_PAIRS}" as p on b._file = p._file and b._row = p.built'
         if table == "fct_tool_calls":
-            if parts is None:
-                con.execute(f'delete from "{_CALLS}" as b where {kept}')
+            if parts is None:  # the built calls are in _CALLS: the ones stored alike leave it
+                con.execute(f'delete from "{_CALLS}" where rowid not in (select built from "{_PAIRS}" '
+                            'where built is not null)')
             else:
-                con.execute(f'create or replace temp table "{_CALLS}" as select * from {built} as b where not {kept}')
+                con.execute(f'create or replace temp table "{_CALLS}" as {new}')
             _sessions_of(con.execute(f'select distinct session_id from "{_CALLS}"'), changed)
         else:
-            _sessions_of(con.execute(f'insert into "{table}" select * from {built} as b where not {kept} '
-                                     f'returning session_id'), changed)
-            if parts is None:
-                con.execute(f'drop table {built}')
+            _sessions_of(con.execute(f'insert into "{table}" {new} returning session_id'), changed)
+        if parts is None and table != "fct_tool_calls":
+            con.execute(f'drop table "{_built(table)}"')
+    con.execute(f'drop table if exists "{_PAIRS}"')
     return changed
 
 
-def _parts_relation(table: str, files: list[str]) -> str:
-    """The rows of Parquet parts built for ``table`` as a subquery of its columns, in its order and types."""
+_PAIRS = "_star_pairs"  # the rows of one table that differ: the stored row's rowid and the built row's place
+
+
+def _built_rows(table: str, files: list[str] | None) -> str:
+    """The rows built for ``table`` as a subquery of its columns with their place (``_file``, ``_row``): in the
+    Parquet parts ``files`` a worker wrote, in its order and types, else in the temp table they were loaded into."""
+    if files is None:
+        name = _CALLS if table == "fct_tool_calls" else _built(table)
+        return f"(select '' as _file, rowid as _row, * from \"{name}\")"
     cols = TABLES[table].cast_sql()
     if not files:
-        return f'(select {cols} from "{table}" limit 0)'
-    return f"(select {cols} from read_parquet([{', '.join(sql_literal(f) for f in files)}]))"
+        return f"(select '' as _file, 0::bigint as _row, {cols} from \"{table}\" limit 0)"
+    return (f"(select filename as _file, file_row_number as _row, {cols} from read_parquet("
+            f"[{', '.join(sql_literal(f) for f in files)}], filename = true, file_row_number = true))")
 
 
 def _sessions_of(result: duckdb.DuckDBPyConnection, into: set[str]) -> None:
