@@ -83,9 +83,9 @@ def redact_recorded_roots(con: duckdb.DuckDBPyConnection) -> int:
         if stored == root:
             continue
         was, now = orjson.dumps(root).decode()[1:-1], orjson.dumps(stored).decode()[1:-1]  # as the summary spells it
-        changed += con.execute(
+        changed += len(con.execute(
             "update _runs set sources = list_transform(sources, s -> case when s = $1 then $2 else s end), "
             "summary = replace(summary, $3, $4) where list_contains(sources, $1) returning run_id",
-            [root, stored, was, now]).fetchall().__len__()
+            [root, stored, was, now]).fetchall())
     return changed
 
