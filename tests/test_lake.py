@@ -382,8 +382,21 @@ def test_a_refresh_waits_for_the_one_running_and_stops_if_it_covered_its_push(pg
         write(f"insert into lake.lake_refreshing values (?, ?, ?, 'elsewhere', now(), now() + interval '{lapses}')",
               [lease, digest, at])
 
+    # the moment a refresh finds another's lease held (and so waits for it), not a time guessed: a busy machine
+    # took longer than a second to get there, and the "elsewhere" row below came before it waited
+    waiting = threading.Event()
+    held = lake._lease_held
+
+    def lease_held(con, digest):
+        got = held(con, digest)
+        if got is not None and got[1] == "elsewhere":
+            waiting.set()
+        return got
+    monkeypatch.setattr(lake, "_lease_held", lease_held)
+
     def refresh_in_thread(machine: str, covering: int) -> tuple[threading.Thread, list]:
         done: list = []
+        waiting.clear()
         thread = threading.Thread(target=lambda: done.append(lake.refresh(catalog, machine, covering=covering)))
         thread.start()
         return thread, done
@@ -391,8 +404,7 @@ def test_a_refresh_waits_for_the_one_running_and_stops_if_it_covered_its_push(pg
     hold("lapsed", later.snapshot, lapses="-1 second")  # a machine that died holding it: not waited for
     hold("running", later.snapshot)
     thread, done = refresh_in_thread("desktop", later.snapshot)
-    thread.join(1.5)
-    assert thread.is_alive() and not done  # waiting for "elsewhere"
+    assert waiting.wait(60) and thread.is_alive() and not done  # waiting for "elsewhere"
     write("delete from lake.lake_refreshing where lease_id = ?", ["running"])  # it gave up: this one computes
     thread.join(60)
     assert done and not done[0].up_to_date and done[0].star_snapshot >= later.snapshot and done[0].waited > 0
@@ -400,8 +412,7 @@ def test_a_refresh_waits_for_the_one_running_and_stops_if_it_covered_its_push(pg
     third = lake.push(warehouses["ci-runner"], catalog, machine="ci-runner", user="c", refresh_models=False)
     hold("covering", third.snapshot)
     thread, done = refresh_in_thread("ci-runner", third.snapshot)
-    thread.join(1.0)
-    assert thread.is_alive()
+    assert waiting.wait(60) and thread.is_alive()
     # the running refresh is recorded from a snapshot that includes the waiter's push: it stops, nothing computed
     write("insert into lake.lake_models values (?, ?, now(), 'elsewhere', 1, false, 1.0)", [digest, third.snapshot])
     thread.join(60)
