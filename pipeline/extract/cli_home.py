@@ -6,6 +6,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 
 from .base import (
@@ -108,12 +109,14 @@ _WORKSPACE_FIELDS = {"name", "summary", "cwd", "git_root", "repository", "branch
                      "client_name", "created_at", "updated_at"}
 
 
-def _yaml_loader():
-    """libyaml's C loader when PyYAML was built with it (10x faster on thousands of small files). PyYAML is
-    imported when a workspace.yaml is read, not with the readers (11 ms of every run's start)."""
+@cache
+def _yaml():
+    """PyYAML and the loader to read with: libyaml's C loader when PyYAML was built with it (10x faster on
+    thousands of small files). Imported when a workspace.yaml is read, not with the readers (11 ms of every
+    run's start)."""
     import yaml
 
-    return getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+    return yaml, getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
 
 # Copilot writes flat key: value files. Anchors and aliases are refused (a few lines of nested
@@ -125,19 +128,17 @@ def _uses_aliases(text: str) -> bool:
     """Whether the YAML defines an anchor or uses an alias, told by its parser's events (which expand
     nothing): ``**bold**`` inside a quoted title is text, not an alias. Text that does not parse is not
     loaded either, so it says no here."""
-    import yaml
-
+    yaml, loader = _yaml()
     try:
         return any(isinstance(e, yaml.AliasEvent) or getattr(e, "anchor", None) is not None
-                   for e in yaml.parse(text, Loader=_yaml_loader()))
+                   for e in yaml.parse(text, Loader=loader))
     except (yaml.YAMLError, RecursionError, ValueError):
         return False
 
 
 @reader("workspace_yaml")
 def read_workspace_yaml(source: Source, ctx: Context, prior: Prior | None) -> ReadResult:
-    import yaml
-
+    yaml, loader = _yaml()
     res = ReadResult()
     raw = read_bytes(source.path, limit=MAX_YAML_BYTES + 1)
     text = raw.lstrip(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", "replace")
@@ -146,7 +147,7 @@ def read_workspace_yaml(source: Source, ctx: Context, prior: Prior | None) -> Re
     try:
         if refused:
             raise yaml.YAMLError(f"not parsed: {refused}")
-        doc = yaml.load(text, Loader=_yaml_loader())  # BaseLoader: every value stays a string
+        doc = yaml.load(text, Loader=loader)  # BaseLoader: every value stays a string
         if doc is None:
             doc = {}
         if not isinstance(doc, dict):
@@ -190,10 +191,9 @@ def _scalar(value: str) -> str:
     is (``Key="a b"`` keeps both its quotes)."""
     if value[:1] not in ("'", '"'):
         return value
-    import yaml
-
+    yaml, loader = _yaml()
     try:
-        parsed = yaml.load(value, Loader=_yaml_loader())
+        parsed = yaml.load(value, Loader=loader)
     except (yaml.YAMLError, RecursionError, ValueError):
         parsed = None
     return parsed if isinstance(parsed, str) else value.strip("'\"")

@@ -21,7 +21,7 @@ def parse_ts(expr: pl.Expr) -> pl.Expr:
 
 
 def _parse(s: pl.Series) -> pl.Series:
-    frame = _fixed(s.cast(pl.String).to_frame("ts"))
+    frame = _fixed(s.to_frame("ts"))  # text already (parse_ts)
     fixed = frame["at"]
     rest = (~frame["ok"]) & s.is_not_null()
     if rest.any():
