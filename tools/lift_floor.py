@@ -39,8 +39,8 @@ from (
     from (
         select j, json_extract_string(j, {list(_TEXTS)}) as texts, json_extract(j, {list(_VALUES)}) as vals,
                json_extract_string(j, '$.data.result.content') as out
-        from (select json as j from read_json(?, format = 'newline_delimited', records = false,
-                                                maximum_object_size = 67108864))
+        from (select json as j from read_json_objects(?, format = 'newline_delimited',
+                                                        maximum_object_size = 67108864))
     )
 )
 """
