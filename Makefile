@@ -45,7 +45,7 @@ test-fast: $(STAMP)  ## the edit-test loop: the suite without its slow modules (
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(ARGS)
 
 lint: $(STAMP)  ## ruff on Python, sqlfluff on SQL
-	$(VENV)/bin/ruff check pipeline tests
+	$(VENV)/bin/ruff check pipeline tests tools
 	$(VENV)/bin/sqlfluff lint sql
 
 SIZE ?= 1024

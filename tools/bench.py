@@ -67,7 +67,7 @@ def session_log(rng: random.Random, sid: str, start: datetime, target_bytes: int
     log, prompts = Log(sid, start, NS), 0
     files = [f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py" for _ in range(12)]
 
-    def add(etype, data, secs=1.0):  # the event's size in the log
+    def add(etype: str, data: dict, secs: float = 1.0) -> int:  # the event's size in the log
         return len(json.dumps(log.add(etype, data, secs))) + 1
 
     size = add("session.start", {"sessionId": sid, "version": 1, "producer": "copilot-agent",
@@ -334,7 +334,7 @@ def _round(corpus: Path, out: Path) -> list[dict]:
     glob = str(home / "session-state" / "*" / "events.jsonl")
     steps = []
 
-    def step(name, cmd):
+    def step(name: str, cmd: list) -> None:
         secs, rss, cpu, code = run(cmd)
         steps.append({"step": name, "seconds": secs, "rss_mb": rss, "cpu_s": cpu, "ok": code == 0})
 

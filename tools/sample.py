@@ -37,19 +37,19 @@ ACME = {"cwd": "/home/dev/acme-api", "gitRoot": "/home/dev/acme-api", "branch": 
 WEB = {"cwd": "C:\\Users\\dev\\webapp", "gitRoot": "C:\\Users\\dev\\webapp", "branch": "feature/cart"}
 
 
-def view(path, body="1. line one\n2. line two"):
+def view(path: str, body: str = "1. line one\n2. line two") -> tuple:
     return ("view", {"path": path}, True, body)
 
 
-def edit(path):
+def edit(path: str) -> tuple:
     return ("edit", {"path": path, "old_str": "a", "new_str": "b"}, True, "File updated.")
 
 
-def create(path):
+def create(path: str) -> tuple:
     return ("create", {"path": path, "file_text": "x"}, True, "Created file.")
 
 
-def bash(cmd, out="ok", ok=True):
+def bash(cmd: str, out: str = "ok", ok: bool = True) -> tuple:
     return ("bash", {"command": cmd, "description": "run"}, ok, out)
 
 
@@ -137,7 +137,7 @@ def acme_sessions(home: Path) -> list[str]:
     lg.answer("Rate limiting added to login.")
     spent = 0
 
-    def checkpoint(messages):
+    def checkpoint(messages: list) -> None:
         nonlocal spent
         use = {"inputTokens": 8000 * len(messages), "cacheReadTokens": 3200 * len(messages),
                "cacheWriteTokens": 0, "outputTokens": sum(m["outputTokens"] for m in messages)}

@@ -39,7 +39,7 @@ class Log:
         self.events.append(ev)
         return ev
 
-    def start(self, ctx: dict, version="1.0.78", model="claude-sonnet-4.6"):
+    def start(self, ctx: dict, version: str = "1.0.78", model: str = "claude-sonnet-4.6"):
         self.add("session.start", {"sessionId": self.session, "version": 1, "producer": "copilot-agent",
                                    "copilotVersion": version, "startTime": iso(self.t), "context": ctx}, 0)
         self.add("session.model_change", {"newModel": model}, 0.5)
@@ -50,7 +50,7 @@ class Log:
                                                         f"{text}\n<system_reminder>x</system_reminder>",
                                   "interactionId": str(uuid.uuid5(NS, self.session + text))})
 
-    def tools(self, calls: list[tuple[str, dict, bool, str]], text: str = "", model="claude-sonnet-4.6"):
+    def tools(self, calls: list[tuple[str, dict, bool, str]], text: str = "", model: str = "claude-sonnet-4.6"):
         """One assistant turn requesting ``calls`` = [(tool, arguments, success, output)]."""
         turn = str(self.n)
         self.add("assistant.turn_start", {"turnId": turn})
@@ -76,7 +76,7 @@ class Log:
             self.add("tool.execution_complete", data, 0.8)
         self.add("assistant.turn_end", {"turnId": turn}, 0.1)
 
-    def answer(self, text: str, model="claude-sonnet-4.6"):
+    def answer(self, text: str, model: str = "claude-sonnet-4.6"):
         msg = self.add("assistant.message", {"messageId": str(uuid.uuid5(NS, f"a{self.session}{self.n}")),
                                              "content": text, "toolRequests": [], "model": model,
                                              "outputTokens": 120})
