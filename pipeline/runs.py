@@ -88,4 +88,3 @@ def redact_recorded_roots(con: duckdb.DuckDBPyConnection) -> int:
             "summary = replace(summary, $3, $4) where list_contains(sources, $1) returning run_id",
             [root, stored, was, now]).fetchall())
     return changed
-

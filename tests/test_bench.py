@@ -79,7 +79,7 @@ def test_the_lift_takes_what_the_warehouse_stores_of_each_event(tmp_path, capsys
 def test_the_lift_parses_each_line_as_it_is_not_as_a_guessed_type(tmp_path):
     # read_json guesses a type from the first 20,480 lines and converts each line to it: a key first met past them
     # failed the whole query (`onelog`'s session.shutdown), and every line was parsed, then written back as JSON
-    # for each extraction (2.8x the floor where one parse of each line is 1.0-1.7x)
+    # for each extraction (2.8x the floor where reading each line as JSON is 1.0-1.7x)
     import duckdb
 
     from tools import lift_floor

@@ -4,12 +4,12 @@ field ``stg_events`` keeps, in alternating rounds on one corpus.
     python -m tools.lift_floor data/bench/corpus-events-1024mb [--rounds 3]
 
 The floor (``tools.bench.FLOOR_SQL``, step (a) of ``make bench``) parses every ``events.jsonl`` and extracts the
-fields the star schema uses. The lift parses every line once as JSON and takes what the readers store: the
-envelope and ``data``'s identifiers and texts, the arguments as canonical JSON, each tool output's length, MD5
-and head (the whole output when longer), and ``data`` without its lifted keys - nothing redacted or stored, so
-it is a lower bound of any such reader. The logs are read into the page cache first; each round runs both queries
-in their own process; printed: each round's seconds and CPU seconds, and the median of the rounds' lift/floor
-ratios.
+fields the star schema uses. The lift reads every line as the JSON it is (no type guessed for it) and takes, with
+a few extractions of it, what the readers store: the envelope and ``data``'s identifiers and texts, the arguments as
+canonical JSON, each tool output's length, MD5 and head (the whole output when longer), and ``data`` without its
+lifted keys - nothing redacted or stored, so it is a lower bound of any such reader. The logs are read into the
+page cache first; each round runs both queries in their own process; printed: each round's seconds and CPU
+seconds, and the median of the rounds' lift/floor ratios.
 """
 
 from __future__ import annotations
