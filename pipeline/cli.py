@@ -493,6 +493,9 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from .processes import numpy_kept_out
+
+    numpy_kept_out()  # nothing an ingest does needs it (see processes.numpy_kept_out)
     homes, users = _sources(args)
     run_ingest(_warehouse(args), homes, users, full=args.full, redact=not args.no_redact, quiet=args.quiet)
     return 0
@@ -563,9 +566,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         old.unlink(missing_ok=True)  # (and a file an older DuckDB wrote cannot stop it)
     if not args.verbose:  # the planted damages are explained below, not logged as warnings
         logging.getLogger("pipeline.load").setLevel(logging.ERROR)
+    from .processes import numpy_kept_out, numpy_let_in
+
+    numpy_kept_out()
     run_ingest(warehouse, [SAMPLE / "copilot-home"], [SAMPLE / "vscode-user"], full=True, quiet=args.quiet)
     if not args.quiet:
         _explain_damages(warehouse)
+    numpy_let_in()  # the report's charts are drawn with matplotlib
     _report(warehouse, out, args.quiet)
     if not args.quiet:
         # the python that ran this and the warehouse, as typed from here (.venv/bin/python)

@@ -51,6 +51,28 @@ def worker_init(parent: int | None = None) -> None:
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
+def numpy_kept_out() -> None:
+    """Have ``import numpy`` fail in this process from now on (unless numpy is in it already), so that pyarrow,
+    polars and DuckDB - each of which uses numpy only when it is there - do without it. The ingest's processes
+    never convert to or from numpy arrays, and pyarrow imports numpy as it is imported itself: 40-100 ms and
+    ~10 MB of memory in each process, which a small run pays in its main process and in each worker. The report
+    draws its charts with matplotlib, which needs numpy: ``numpy_let_in`` before it."""
+    sys.modules.setdefault("numpy", None)  # a None entry: the import system raises ImportError for the name
+
+
+def numpy_let_in() -> None:
+    """Undo ``numpy_kept_out``: numpy can be imported again (libraries imported meanwhile go on without it)."""
+    if "numpy" in sys.modules and sys.modules["numpy"] is None:
+        del sys.modules["numpy"]
+
+
+def lean_worker_init(parent: int | None = None) -> None:
+    """``worker_init`` for a worker of the ingest (a reader's or the star's), which does without numpy
+    (``numpy_kept_out``)."""
+    numpy_kept_out()
+    worker_init(parent)
+
+
 def exit_without_collecting() -> None:
     """At exit, leave the objects still alive to the end of the process rather than have the interpreter's
     shutdown look through all of them for cycles, several times over (after an ingest of a small home, ~90,000

@@ -127,3 +127,88 @@ def test_the_exit_runs_every_handler_then_collects_nothing(tmp_path, register):
     assert "handler ran" in rest
     assert not os.path.exists(folder)
     assert ("collected" in rest) is not register
+
+
+def _parts_without_numpy(folder: str) -> tuple[str, list[dict], list[dict]]:
+    """What an ingest worker does with Arrow and polars: a table converted, written as a Parquet part and read
+    back by both; and whether numpy came in meanwhile."""
+    import polars as pl
+    import pyarrow as pa
+
+    from pipeline.parts import read_part, write_part
+    from pipeline.schema import to_arrow
+
+    part = os.path.join(folder, "part.parquet")
+    write_part(to_arrow("_rejects", [{"source_path": "/a", "line_number": 3, "reason": "x"}]), part)
+    table = read_part(part)
+    frame = pl.from_arrow(pa.table({"n": [1, None, 3], "s": ["a", None, "c"]}))
+    numpy = "absent" if "numpy" not in sys.modules else "kept out" if sys.modules["numpy"] is None else "imported"
+    return numpy, table.to_dicts(), frame.with_columns(pl.col("n") * 2).to_dicts()
+
+
+def test_an_ingest_worker_converts_and_writes_its_parts_without_numpy(tmp_path):
+    """The ingest's workers (lean_worker_init) keep numpy out: pyarrow, polars and the parts do without it,
+    and it is not imported (a None entry: an import of it fails)."""
+    from pipeline.processes import lean_worker_init, pool
+
+    with pool(1, multiprocessing.get_context("spawn"), lean_worker_init) as workers:
+        numpy, rows, frame = workers.submit(_parts_without_numpy, str(tmp_path)).result()
+    assert numpy == "kept out"
+    assert [(r["source_path"], r["line_number"], r["reason"]) for r in rows] == [("/a", 3, "x")]
+    assert frame == [{"n": 2, "s": "a"}, {"n": None, "s": None}, {"n": 6, "s": "c"}]
+    with pool(1, multiprocessing.get_context("spawn")) as workers:  # any other worker: numpy as usual
+        assert workers.submit(_parts_without_numpy, str(tmp_path)).result()[0] == "imported"
+
+
+NUMPY_PROBE = """
+import sys
+from pipeline.processes import numpy_kept_out, numpy_let_in
+
+numpy_kept_out()
+import pyarrow, polars, duckdb
+try:
+    import numpy
+    print("imported")
+except ImportError:
+    print("kept out")
+numpy_let_in()
+from pipeline import charts
+svg = charts.horizontal_bars(["a", "b"], [1.0, 2.5], "t", "x")
+print("chart", svg.startswith("<?xml") and "<svg" in svg, type(sys.modules["numpy"]).__name__)
+"""
+
+
+def test_numpy_kept_out_then_let_in_for_the_charts():
+    """An ingest's process keeps numpy out (processes.numpy_kept_out); the demo then lets it in, and the
+    report's charts are drawn with it although pyarrow and polars were imported without it."""
+    import subprocess
+
+    from .conftest import REPO
+
+    out = subprocess.run([sys.executable, "-c", NUMPY_PROBE], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["kept out", "chart True module"]
+
+
+INGEST_PROBE = """
+import sys
+from pipeline.cli import SAMPLE, main
+
+code = main(["ingest", "-q", "--warehouse", sys.argv[1], "--copilot-home", str(SAMPLE / "copilot-home"),
+             "--vscode-user", str(SAMPLE / "vscode-user")])
+print(code, "pyarrow" in sys.modules, "polars" in sys.modules, repr(sys.modules.get("numpy", "absent")))
+"""
+
+
+def test_the_ingest_verb_runs_without_numpy(tmp_path):
+    """`ingest` keeps numpy out of its process (and its workers'): the run reads, stages and builds the star with
+    pyarrow and polars, and numpy is never imported."""
+    import subprocess
+
+    from .conftest import REPO
+
+    out = subprocess.run([sys.executable, "-c", INGEST_PROBE, str(tmp_path / "w.duckdb")], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[-2] == "0 True True None"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
 from ..parts import write_part
-from ..processes import gc_paused, stop_pool
+from ..processes import gc_paused, lean_worker_init, stop_pool
 from ..processes import pool as worker_pool
 from ..redact import Redactor, stored_path
 from ..schema import INT32, INT64, TABLES, to_arrow
@@ -466,7 +466,7 @@ def read_all(jobs: list[tuple[Source, Prior | None, int]], run_id: str, redact: 
     # a worker writes each batch's rows as Parquet parts: larger batches, fewer and larger parts to load
     import multiprocessing
 
-    pool = worker_pool(workers, multiprocessing.get_context("spawn"))
+    pool = worker_pool(workers, multiprocessing.get_context("spawn"), lean_worker_init)
     try:
         pending: deque = deque()  # (futures, how their results become a Batch), in the jobs' order
         in_flight = 0

@@ -450,10 +450,10 @@ class _Builders:
         if on_workers:
             import multiprocessing
 
-            from ..processes import pool
+            from ..processes import lean_worker_init, pool
 
             self.workers = min(os.cpu_count() or 1, 2)
-            self.pool = pool(self.workers, multiprocessing.get_context("spawn"))
+            self.pool = pool(self.workers, multiprocessing.get_context("spawn"), lean_worker_init)
             for _ in range(min(self.workers, n_batches)):  # a worker each, importing while a batch is exported
                 self.pool.submit(warm)
             folder.mkdir(parents=True, exist_ok=True)
