@@ -23,6 +23,10 @@ A header line configures a model, dbt style:
   rows are its sessions' rows).
 - ``-- incremental: user_name``: the same per person (``dim_sessions.user_name``, who pushed the session to
   team mode's lake; ``(this machine)`` where none did).
+- ``-- incremental: project_month``: its rows belong to one project and month each (``project_id`` and ``month``,
+  the month in UTC of the sessions' start) and are computed from the sessions of that project that started in that
+  month alone. An ingest rebuilds the rows of the project months its changed sessions belong to now and before: a
+  session grown today changes its project's rows of the month it started in, not those of every month before.
 - ``-- incremental: doc_id``: its rows belong to one search document each (``int_search_docs``) and are computed
   from that document's row alone. An ingest rebuilds the rows of the documents whose ``int_search_docs`` row it
   changed (added, removed or different in any column): a session grown by one turn retokenizes that turn's texts,
@@ -59,13 +63,16 @@ _IMPORT = re.compile(r"^(\w+) as ((?:not )?materialized )?\([ \t]*(?:--[^\n]*)?\
                      re.MULTILINE)
 _TEMP_MACRO = re.compile(r"\bcreate\s+or\s+replace\s+macro\b", re.IGNORECASE)
 SCOPES = {"session_id": "_scope", "project_id": "_scope_projects", "user_name": "_scope_users",
-          "doc_id": "_scope_docs"}  # a key: its table
+          "project_month": "_scope_project_months", "doc_id": "_scope_docs"}  # a key: its table
 # a model incremental by doc_id is rebuilt for the documents whose row of this model the run changed (DOCS is
 # incremental by session_id and built before it: the rows of the scope's sessions are compared before and after)
 DOCS = "int_search_docs"
 THIS_MACHINE = "(this machine)"  # the person of the sessions nobody pushed (as the report_people* models say it)
 # a key other than session_id: a session's value of it, from dim_sessions
-OF_SESSION = {"project_id": "project_id", "user_name": f"coalesce(user_name, '{THIS_MACHINE}')"}
+OF_SESSION = {"project_id": "project_id", "user_name": f"coalesce(user_name, '{THIS_MACHINE}')",
+              "project_month": "project_id || '/' || strftime(timezone('UTC', started_at), '%Y-%m')"}
+# a key that is no column of its models' rows: the SQL that makes it of a row's columns (as OF_SESSION of a session's)
+OF_ROW = {"project_month": "project_id || '/' || strftime(month, '%Y-%m')"}
 # a key's scope: the table of the sessions it holds
 SCOPE_SESSIONS = {"session_id": "_scope", "doc_id": "_scope", **{key: f"{SCOPES[key]}_sessions" for key in OF_SESSION}}
 
@@ -302,12 +309,13 @@ def _build(con: duckdb.DuckDBPyConnection, model: Model, scopes: dict[str, str |
         return
     if scopes and model.incremental and scopes[SCOPES[model.incremental]] is not None:
         key = model.incremental
+        of_row = OF_ROW.get(key, f'"{key}"')
         scope = scopes[SCOPES[key]]  # the scope's keys (run_models filled its table)
-        in_scope = f'"{key}" is null or "{key}" in {scope}'
+        in_scope = f'{of_row} is null or {of_row} in {scope}'
         scoped = f"select {cols} from ({narrowed(model.sql, key, scope, scopes[SCOPE_SESSIONS[key]])})"
-        con.execute(f'delete from "{model.name}" where "{key}" in {scope}')
+        con.execute(f'delete from "{model.name}" where {of_row} in {scope}')
         if key not in table.key:  # a key column holds no NULL (the checks): no row of no session or project
-            con.execute(f'delete from "{model.name}" where "{key}" is null')
+            con.execute(f'delete from "{model.name}" where {of_row} is null')
         con.execute(f'insert into "{model.name}" select * from ({scoped}) where {in_scope}')
     else:  # the declared table, with its comments, emptied and filled (re-commenting every column of every
         # model after a `create or replace` took 0.15 s of a small home's 0.6 s of models)

@@ -264,3 +264,53 @@ def test_a_session_grown_by_a_prompt_retokenizes_that_prompt_alone(sample_home, 
                 [f"prompt:{sid}:{n_turns - 1}"]) == [(1,)]
     ingest(tmp_path / "fresh.duckdb", [sample_home])
     assert differences(wh, tmp_path / "fresh.duckdb") == []
+
+
+def test_topic_months_are_rebuilt_for_the_project_months_of_the_changed_sessions(sample_home, tmp_path, monkeypatch):
+    """int_topic_project_months is incremental by project and month: a session grown by a prompt rebuilds its
+    project's rows of the month it started in, not the project's other months; a session whose start moves to
+    another month rebuilds both months (where it started before and now). Every table as a fresh ingest has it."""
+    import json
+
+    from pipeline import models
+    from tools.compare import differences
+
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    months = "strftime(timezone('UTC', started_at), '%Y-%m')"
+    # a log of a project that has sessions in another month too
+    log, project, month = next(
+        (p, *found[0]) for p in sorted(sample_home.glob("session-state/*/events.jsonl"))
+        if (found := rows(wh, f"select project_id, {months} from dim_sessions s where session_id = ? and exists ("
+                              f"select 1 from dim_sessions o where o.project_id = s.project_id and "
+                              f"strftime(timezone('UTC', o.started_at), '%Y-%m') <> "
+                              f"strftime(timezone('UTC', s.started_at), '%Y-%m'))", [p.parent.name])))
+    other = rows(wh, "select distinct month from int_topic_project_months where project_id = ? "
+                     "and strftime(month, '%Y-%m') <> ?", [project, month])
+    assert other  # the project's other months have topic rows, which the runs below leave alone
+    monkeypatch.setattr(models, "WHOLE_SHARE", 2)  # the sample's months hold most of its few sessions
+    scopes = []
+    build = models._build
+
+    def recorded(con, model, keys, *args, **kwargs):
+        if model.name == "int_topic_project_months" and keys:
+            scopes.append(keys[models.SCOPES["project_month"]])
+        return build(con, model, keys, *args, **kwargs)
+    monkeypatch.setattr(models, "_build", recorded)
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "user.message", "data": {"content": "monthly topics stay put"},
+                             "id": "grown-month", "timestamp": f"{month}-20T00:00:00.000Z"}) + "\n")
+    ingest(wh, [sample_home])
+    assert scopes == [f"('{project}/{month}')"]
+    ingest(tmp_path / "fresh.duckdb", [sample_home])
+    assert differences(wh, tmp_path / "fresh.duckdb") == []
+
+    scopes.clear()  # the session's every time a month earlier, edited in place: it started a month earlier too
+    year, mon = map(int, month.split("-"))
+    earlier = f"{year - (mon == 1)}-{(mon - 2) % 12 + 1:02d}"
+    log.write_text(log.read_text(encoding="utf-8").replace(f'"{month}-', f'"{earlier}-'), encoding="utf-8")
+    ingest(wh, [sample_home])
+    assert rows(wh, f"select {months} from dim_sessions where session_id = ?", [log.parent.name]) == [(earlier,)]
+    assert scopes == [f"('{project}/{earlier}', '{project}/{month}')"]
+    ingest(tmp_path / "fresh2.duckdb", [sample_home])
+    assert differences(wh, tmp_path / "fresh2.duckdb") == []

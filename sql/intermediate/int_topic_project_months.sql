@@ -1,8 +1,9 @@
 -- int_topic_project_months: one row per project x topic term x month of session start (sessions with a start
--- time); what report_topic_trends weighs, and int_topic_project_terms sums. A session belongs to one project,
--- so its rows are computed from the project's sessions alone: an ingest rebuilds the rows of the projects its
--- changed sessions belong to (before and after the change), not the whole history's.
--- incremental: project_id
+-- time); what report_topic_trends weighs, and int_topic_project_terms sums. A session belongs to one project and
+-- starts in one month, so the rows of a project and month are computed from its sessions of that month alone: an
+-- ingest rebuilds the rows of the project months its changed sessions belong to (before and after the change),
+-- not the whole history's.
+-- incremental: project_month
 with
 
 topic_terms as (
