@@ -29,7 +29,7 @@ from .extract.parallel import read_all
 from .load import star
 from .load.spool import Spool, prune_texts, run_folder
 from .load.state import Plan, SourceState, keep_gone, restore_gone
-from .models import models_current, run_models, scopes_of
+from .models import OF_SESSION, models_current, run_models, session_keys
 from .processes import gc_paused
 from .redact import store_paths, stored_path
 from .runs import RunSummary, new_run_id, record_run, redact_recorded_roots
@@ -244,9 +244,10 @@ def _build(run: _Run) -> None:
     """The star rows of the sessions that changed, then the SQL models and the checks."""
     run.tell(0, 0, "star schema")
     sessionless = run.state.sessionless_changed
-    before = scopes_of(run.con, run.affected)  # a session can move: its old project's model rows change too
+    prior = session_keys(run.con, run.affected)  # a session can move: its old project's model rows change too
+    changes: dict[str, set[str | None]] = {}  # of each star table, the sessions whose rows of it changed
     changed = star.rebuild(run.con, sorted(run.affected), run.folder / "star", run.root_repos, run.chars,
-                           run.compare, sessionless)
+                           run.compare, sessionless, changes)
     if run.affected:  # ids no session answers to: an empty chat, a file that names none (said in the summary)
         kept = key_table(run.con, "_rebuilt", sorted(run.affected))
         run.summary.n_sessions_changed = run.con.execute(
@@ -261,7 +262,13 @@ def _build(run: _Run) -> None:
     whole = run.full or run.upgrade or run.new_models or not models_current(run.con)
     scope = None if whole else sorted(changed)  # None: every session
     run.tell(0, 0, "SQL models")
-    run_models(run.con, scope, before=before)
+    now, gone = session_keys(run.con, run.affected), (None,) * len(OF_SESSION)
+    # by key, the sessions whose value of it changed (moved, came or went), and their values before
+    relocated = {key: {s for s in run.affected if prior.get(s, gone)[i] != now.get(s, gone)[i]}
+                 for i, key in enumerate(OF_SESSION)}
+    before = {key: sorted({prior[s][i] for s in relocated[key] if s in prior} - {None})
+              for i, key in enumerate(OF_SESSION)}
+    run_models(run.con, scope, before=before, moved=changes, relocated=relocated)
     run.phase("models")
     run.tell(0, 0, "data checks")
     failures = run_checks(run.con, sessions=scope)

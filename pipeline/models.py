@@ -183,42 +183,95 @@ def scopes_of(con: duckdb.DuckDBPyConnection, sessions: list[str] | set[str]) ->
     return found
 
 
+def session_keys(con: duckdb.DuckDBPyConnection, sessions: list[str] | set[str]) -> dict[str, tuple]:
+    """Each of ``sessions``' keys in ``dim_sessions`` (its project, person and project month: ``OF_SESSION``'s
+    values in order); a session not there is left out. Read before and after the star changes, they tell the
+    sessions that moved (``run_models``' ``relocated``)."""
+    sessions = sorted(s for s in sessions if s)
+    if not sessions:
+        return {}
+    keys = key_table(con, "_of_sessions", sessions)
+    found = {r[0]: tuple(r[1:]) for r in con.execute(
+        f"select session_id, {', '.join(OF_SESSION.values())} from dim_sessions where session_id in {keys}"
+    ).fetchall()}
+    con.execute('drop table "_of_sessions"')
+    return found
+
+
 def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None,
                root: Path | None = None, before: dict[str, list[str]] | None = None,
-               temp_macros: bool = False) -> list[str]:
+               temp_macros: bool = False, moved: dict[str, set[str | None]] | None = None,
+               relocated: dict[str, set[str]] | None = None) -> list[str]:
     """(Re)build every macro and model in the connection's current schema; ``sessions`` limits the incremental
     models to the rows of those sessions, and of the projects and people they belong to now and ``before``
     (``scopes_of`` the sessions before the change) - None: everything. ``temp_macros``: the macros made in this
     connection alone (a lake's models: its transaction writes the lake and nothing else). Returns the names of the
-    models (not macros) in build order."""
+    models (not macros) in build order.
+
+    ``moved`` (with ``sessions``): of each star table, the sessions whose rows of it changed (None among them: its
+    rows of no session). Then a model is rebuilt only for the sessions whose rows of what it reads moved - for
+    their rows, projects, people, project months - and not at all when none did; a model read by others records
+    which sessions' rows of it its build changed (compared before and after), and the others count every session
+    it was rebuilt for. ``relocated``: by key (``OF_SESSION``), the sessions whose value of it changed (or that
+    came or went): a model kept by that key is rebuilt for them whatever it reads, and ``before`` needs to name
+    only their keys. None: every model is rebuilt for all ``sessions``."""
     seconds: dict[str, float] = {}  # of each model (not macro) built, in build order
     keys: dict[str, str | None] = {}  # each scope table's keys as SQL (None: its models built whole)
+    made: list[str] = []  # the scope tables made, dropped at the end
     if sessions is not None:
-        key_table(con, "_scope", sessions)  # the sessions an incremental build is scoped to, their projects, people
-        now = scopes_of(con, sessions)
-        for key, of in OF_SESSION.items():
-            key_table(con, SCOPES[key], sorted(set((before or {}).get(key, ())) | set(now[key])))
-            con.execute(f'create or replace temp table "{SCOPE_SESSIONS[key]}" as select session_id as key '
-                        f'from dim_sessions where {of} in (select key from "{SCOPES[key]}") or {of} is null')
+        keys = _scopes(con, sessions, before, "", made)
         con.execute(f'create or replace temp table "{SCOPES["doc_id"]}" (key varchar)')  # filled after DOCS
-        keys = {table: _keys(con, table) for table in {*SCOPES.values(), *SCOPE_SESSIONS.values()}}
-        n_sessions = con.execute("select count(*) from dim_sessions").fetchone()[0]
-        for key in OF_SESSION:  # a scope of most sessions (a home's few projects, its one person): built whole
-            if WHOLE_SHARE * n_sessions <= con.execute(f'select count(*) from "{SCOPE_SESSIONS[key]}"').fetchone()[0]:
-                keys[SCOPES[key]] = None
+        made.append(SCOPES["doc_id"])
+        keys[SCOPES["doc_id"]] = _keys(con, SCOPES["doc_id"])
     tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = current_schema() "
                                         "and database_name = current_database()").fetchall()}
     docs_before = sessions is not None and DOCS in tables
     if docs_before:
         _docs_before(con, keys)
+        made.append("_docs_before")
     elif sessions is not None:
         keys[SCOPES["doc_id"]] = None  # no documents to compare with: the models by document are built whole
-    for model in load_models(root):
+    models = load_models(root)
+    # what moved: the star tables' sessions given, each model's as it is built (None: every model built for all)
+    changed_in = None if moved is None or sessions is None else {t: set(v) for t, v in moved.items()}
+    everyone, relocated = set(sessions or ()) | {None}, relocated or {}
+    # the per-session models others read, compared before and after their build - for a scope of few sessions:
+    # comparing every session's rows costs more than building them (the 1 GB `events` corpus: 1.2 s for four)
+    compared = {m.name for m in models if m.incremental == "session_id" and m.name != DOCS
+                and any(m.name in other.reads for other in models)} if len(everyone) <= INLINE_KEYS else set()
+    skipped: list[str] = []
+    narrower: dict[frozenset[str], dict[str, str | None]] = {}  # the scopes made for some of the sessions
+    for model in models:
         started = time.perf_counter()
+        use, whose = keys, everyone  # the scopes this model is built for, and the sessions its build may change
+        if changed_in is not None and model.layer != "macros" and model.name in tables:
+            inputs = set(relocated.get(model.incremental, ())).union(
+                *(changed_in.get(r, ()) for r in model.reads)) & everyone
+            if not inputs:  # nothing it reads changed (or it reads nothing: a constant): its rows stay as they are
+                changed_in[model.name] = set()
+                if model.reads:
+                    skipped.append(model.name)
+                    continue
+            whose = inputs | {None}
+            # for some of the sessions: scopes of their own, when they leave out more than half of them (making
+            # the scope tables costs as much as rebuilding a few more sessions' rows)
+            subset = frozenset(s for s in inputs if s is not None)
+            if model.incremental not in (None, "doc_id") and 2 * len(subset) <= len(sessions):
+                if subset not in narrower:
+                    narrower[subset] = {**_scopes(con, sorted(subset), before, f"_{len(made)}", made),
+                                        SCOPES["doc_id"]: keys[SCOPES["doc_id"]]}
+                use = narrower[subset]
         try:
-            _build(con, model, keys, model.name in tables, temp_macros)
+            rows_before = _rows_of_scope(con, model, use) if changed_in is not None and model.name in compared \
+                and model.name in tables and use else None
+            _build(con, model, use, model.name in tables, temp_macros)
+            if changed_in is not None and model.layer != "macros" and model.reads:
+                changed_in[model.name] = whose if rows_before is None else _changed_sessions(
+                    con, model, use, rows_before)
             if model.name == DOCS and docs_before:
-                keys[SCOPES["doc_id"]] = _changed_docs(con, keys)
+                keys[SCOPES["doc_id"]], docs_of = _changed_docs(con, keys)
+                if changed_in is not None:
+                    changed_in[DOCS] = docs_of
         except ModelError:
             raise
         except duckdb.InterruptException as exc:  # Ctrl-C during a model: an interruption, not a broken model
@@ -228,15 +281,66 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
         if model.layer != "macros":
             seconds[model.name] = time.perf_counter() - started
     if sessions is not None:
-        for table in {*SCOPES.values(), *SCOPE_SESSIONS.values(), *(("_docs_before",) if docs_before else ())}:
-            con.execute(f'drop table "{table}"')
+        for table in made:
+            con.execute(f'drop table if exists "{table}"')
     elif "_meta" in tables:
         set_meta(con, MODELS_META, models_digest(root))
     slowest = sorted(seconds.items(), key=lambda kv: -kv[1])[:SLOWEST]
-    log.info("%d models built (%s) in %.2fs; slowest: %s", len(seconds),
+    log.info("%d models built (%s) in %.2fs%s; slowest: %s", len(seconds),
              "incremental" if sessions is not None else "full", sum(seconds.values()),
+             f", {len(skipped)} left as they were (nothing they read changed)" if skipped else "",
              ", ".join(f"{name} {secs:.2f}s" for name, secs in slowest))
     return list(seconds)
+
+
+def _scopes(con: duckdb.DuckDBPyConnection, sessions: list[str], before: dict[str, list[str]] | None, suffix: str,
+            made: list[str]) -> dict[str, str | None]:
+    """The scope tables of an incremental build for ``sessions`` (their names with ``suffix``, added to ``made``):
+    the sessions, and for each key of a session (``OF_SESSION``) the keys they have now and ``before``, and the
+    sessions that have those keys. Returns each scope as the SQL that lists its keys (``_keys``), by the tables'
+    names without the suffix; None where a key's scope holds half the sessions or more (built whole)."""
+    key_table(con, "_scope" + suffix, sessions)
+    made.append("_scope" + suffix)
+    now = scopes_of(con, sessions)
+    for key, of in OF_SESSION.items():
+        key_table(con, SCOPES[key] + suffix, sorted(set((before or {}).get(key, ())) | set(now[key])))
+        con.execute(f'create or replace temp table "{SCOPE_SESSIONS[key]}{suffix}" as select session_id as key '
+                    f'from dim_sessions where {of} in (select key from "{SCOPES[key]}{suffix}") or {of} is null')
+        made += [SCOPES[key] + suffix, SCOPE_SESSIONS[key] + suffix]
+    keys = {table: _keys(con, table + suffix) for table in {*SCOPES.values(), *SCOPE_SESSIONS.values()}
+            if table != SCOPES["doc_id"]}
+    n_sessions = con.execute("select count(*) from dim_sessions").fetchone()[0]
+    for key in OF_SESSION:  # a scope of most sessions (a home's few projects, its one person): built whole
+        if WHOLE_SHARE * n_sessions <= con.execute(f'select count(*) from "{SCOPE_SESSIONS[key]}{suffix}"'
+                                                   ).fetchone()[0]:
+            keys[SCOPES[key]] = None
+    return keys
+
+
+def _scoped_rows(model: Model, keys: dict[str, str | None]) -> str:
+    """The rows of a per-session model that an incremental build for ``keys`` replaces."""
+    name, scope = model.name, keys[SCOPES["session_id"]]
+    return (f'select * from "{name}" where session_id in {scope} '
+            f'union all select * from "{name}" where session_id is null')
+
+
+def _rows_of_scope(con: duckdb.DuckDBPyConnection, model: Model, keys: dict[str, str | None]) -> str:
+    """Keep the rows of a per-session model that its build for ``keys`` will replace (``_changed_sessions``)."""
+    table = f"_before_{model.name}"
+    con.execute(f'create or replace temp table "{table}" as {_scoped_rows(model, keys)}')
+    return table
+
+
+def _changed_sessions(con: duckdb.DuckDBPyConnection, model: Model, keys: dict[str, str | None],
+                      before: str) -> set[str | None]:
+    """The sessions (None: rows of no session) whose rows of a per-session model differ from those kept in table
+    ``before`` (added, removed or changed in any column)."""
+    now = _scoped_rows(model, keys)
+    found = {r[0] for r in con.execute(
+        f'select distinct session_id from ((select * from "{before}" except all ({now})) '
+        f'union all (({now}) except all select * from "{before}"))').fetchall()}
+    con.execute(f'drop table "{before}"')
+    return found
 
 
 def _docs_in_scope(keys: dict[str, str | None]) -> str:
@@ -249,13 +353,17 @@ def _docs_before(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) ->
     con.execute(f'create or replace temp table "_docs_before" as {_docs_in_scope(keys)}')
 
 
-def _changed_docs(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) -> str:
-    """The documents whose DOCS row the build added, removed or changed, into the doc scope table; its keys."""
+def _changed_docs(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) -> tuple[str, set[str | None]]:
+    """The documents whose DOCS row the build added, removed or changed, into the doc scope table: its keys, and
+    the sessions of those documents (None: a document of no session)."""
     now = _docs_in_scope(keys)
-    con.execute(f'insert into "{SCOPES["doc_id"]}" select distinct doc_id from ('
+    con.execute('create or replace temp table "_docs_changed" as select doc_id, session_id from ('
                 f'(select * from "_docs_before" except all {now}) union all ({now} except all '
-                f'select * from "_docs_before"))')
-    return _keys(con, SCOPES["doc_id"])
+                'select * from "_docs_before"))')
+    con.execute(f'insert into "{SCOPES["doc_id"]}" select distinct doc_id from "_docs_changed"')
+    sessions = {r[0] for r in con.execute('select distinct session_id from "_docs_changed"').fetchall()}
+    con.execute('drop table "_docs_changed"')
+    return _keys(con, SCOPES["doc_id"]), sessions
 
 
 SLOWEST = 5  # models named, with their seconds, in the log line of a build (`-v`)

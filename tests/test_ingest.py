@@ -733,7 +733,8 @@ def test_the_models_run_for_the_sessions_whose_star_rows_changed(sample_home, tm
     scopes = []
     run_models = ingest_module.run_models
     monkeypatch.setattr(ingest_module, "run_models",
-                        lambda con, scope, before: scopes.append(scope) or run_models(con, scope, before=before))
+                        lambda con, scope, before, **kw: scopes.append(scope) or run_models(con, scope, before=before,
+                                                                                            **kw))
     wh = tmp_path / "w.duckdb"
     ingest(wh, [sample_home])
     assert scopes == [None]  # a new warehouse: every model whole
@@ -780,8 +781,8 @@ def test_a_session_that_moves_to_another_project_leaves_its_old_project_rebuilt(
     scopes = []
     run_models = ingest_module.run_models
     monkeypatch.setattr(ingest_module, "run_models",
-                        lambda con, scope, before: scopes.append((scope, before["project_id"])) or run_models(
-                            con, scope, before=before))
+                        lambda con, scope, before, **kw: scopes.append((scope, before["project_id"])) or run_models(
+                            con, scope, before=before, **kw))
     log = yaml.parent / "events.jsonl"  # its session.start names the folder and repository: edited in place
     text = log.read_text(encoding="utf-8")
     for key, was, now in (("cwd", "/home/dev/acme-api", "/home/dev/billing"),

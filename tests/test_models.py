@@ -314,3 +314,52 @@ def test_topic_months_are_rebuilt_for_the_project_months_of_the_changed_sessions
     assert scopes == [f"('{project}/{earlier}', '{project}/{month}')"]
     ingest(tmp_path / "fresh2.duckdb", [sample_home])
     assert differences(wh, tmp_path / "fresh2.duckdb") == []
+
+
+def test_a_model_whose_inputs_did_not_move_is_left_as_it_was(sample_home, tmp_path, monkeypatch):
+    """A session that only ended (a session.shutdown appended) changes its dim_sessions row, not its prompts or
+    files: the models that read neither - topics, file importance and coupling, files - are left as they were, and
+    the per-session ones it feeds record that their rows did not change. A prompt that names one of the session's
+    files then rebuilds file importance (its mentions moved). Each time every table is a fresh ingest's."""
+    import json
+
+    from pipeline import models
+    from tools.compare import differences
+
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [sample_home])
+    log = max(sample_home.glob("session-state/*/events.jsonl"), key=lambda p: p.stat().st_size)
+    sid = log.parent.name
+    path = rows(wh, "select f.path from report_file_importance f join dim_sessions s using (project_id) "
+                    "where s.session_id = ? order by f.rank limit 1", [sid])[0][0]
+    built = []
+    build = models._build
+
+    def recorded(con, model, *args, **kwargs):
+        if model.layer != "macros":
+            built.append(model.name)
+        return build(con, model, *args, **kwargs)
+    monkeypatch.setattr(models, "_build", recorded)
+    last = rows(wh, "select max(ts) from stg_events where session_id = ?", [sid])[0][0]
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "session.shutdown", "data": {"shutdownType": "routine"}, "id": "ended",
+                             "timestamp": last}) + "\n")
+    ingest(wh, [sample_home])
+    assert "dim_sessions" not in built and "int_topic_terms" in built and "int_mention_words" in built
+    left = {"int_topic_project_months", "int_topic_project_terms", "int_topic_idf", "report_topics",
+            "report_topic_trends", "dim_files", "report_file_coupling", "report_file_importance",
+            "report_session_files", "int_search_terms"}
+    assert left.isdisjoint(built), left & set(built)
+    ingest(tmp_path / "fresh.duckdb", [sample_home])
+    assert differences(wh, tmp_path / "fresh.duckdb") == []
+
+    built.clear()
+    name = path.rsplit("/", 1)[-1]
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "user.message", "data": {"content": f"one more look at {name} please"},
+                             "id": "mention", "timestamp": last}) + "\n")
+    ingest(wh, [sample_home])
+    assert {"report_file_importance", "int_topic_project_months", "int_search_terms"} <= set(built)
+    assert "report_file_coupling" not in built  # no file was touched
+    ingest(tmp_path / "fresh2.duckdb", [sample_home])
+    assert differences(wh, tmp_path / "fresh2.duckdb") == []

@@ -162,7 +162,7 @@ def root_repositories(con: duckdb.DuckDBPyConnection,
 
 def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path,
             root_repos: dict[str, str] | None = None, chars: int = RESULT_CHARS, compare: bool = False,
-            sessionless: bool = False) -> set[str]:
+            sessionless: bool = False, changes: dict[str, set[str | None]] | None = None) -> set[str]:
     """Replace the star rows of the affected sessions, built batch by batch (``_Builders``: on a second
     thread while the next batch is pulled, or on worker processes when there are many events); fct_tool_calls
     holds the first ``chars`` characters of each tool output (0: all of it).
@@ -171,7 +171,11 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     the rows that differ from what was built are replaced (``_store_differences``), not every row of a session.
     ``sessionless``: rows of no session were read (memories of a user or repository): their star rows are rebuilt
     even when no session changed. Returns the sessions whose star rows changed (with ``compare``: those of the
-    affected sessions that differ from what was stored; else all of them)."""
+    affected sessions that differ from what was stored; else all of them). ``changes``, when given, is filled
+    with the same per table: {table: the sessions whose rows of it changed}, None among them where the table's
+    rows of no session were rebuilt (the memories of no session, when ``sessionless``)."""
+    if changes is not None and sessionless:
+        changes.setdefault("fct_memories", set()).add(None)
     if not affected:
         if sessionless:
             _rebuild_memories_of_no_session(con)
@@ -211,10 +215,12 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
     changed = set(affected)
     if compare:
         spool.load()
-        changed = _store_differences(con, in_affected, parts)
+        changed = _store_differences(con, in_affected, parts, changes)
     else:
         for table in SESSION_TABLES:
             con.execute(f'delete from "{table}" where session_id in {in_affected}')
+            if changes is not None:
+                changes.setdefault(table, set()).update(affected)
         spool.load()
     fill_outputs(con, in_affected, chars)
     con.execute('drop table "_star_affected"')
@@ -233,7 +239,8 @@ _NOT_COMPARED = {"fct_tool_calls": ("result_content",)}
 
 
 def _store_differences(con: duckdb.DuckDBPyConnection, in_affected: str,
-                       parts: dict[str, list[str]] | None = None) -> set[str]:
+                       parts: dict[str, list[str]] | None = None,
+                       changes: dict[str, set[str | None]] | None = None) -> set[str]:
     """Of each star table, the stored rows of the affected sessions that are not among the rows just built go, and
     the rows built that are not among those stored come in: a session grown by one event keeps its other rows
     (one 500 MB session grown by an event: the whole session's 56,000 tool calls, 8,000 turns and their texts
@@ -246,9 +253,10 @@ def _store_differences(con: duckdb.DuckDBPyConnection, in_affected: str,
 
     ``parts``: the rows built are in these Parquet parts a worker wrote (table -> files), compared where they lie
     instead of in temp tables (one session of 200,000 tool calls grown by an event: loading them first took 0.7 s
-    of the comparison's 1.4)."""
+    of the comparison's 1.4). ``changes``: filled with the sessions any of whose rows changed, per table."""
     changed: set[str] = set()
     for table in SESSION_TABLES:
+        mine: set[str] = set()  # the sessions whose rows of this table changed
         built = _built_rows(table, None if parts is None else parts[table])
         spec, skip = TABLES[table], _NOT_COMPARED.get(table, ())
         # rows paired by key must have one (a star that built two rows of a key would pass the checks paired so)
@@ -262,7 +270,7 @@ def _store_differences(con: duckdb.DuckDBPyConnection, in_affected: str,
                     f'from (select rowid as _row, * from "{table}" where session_id in {in_affected}) as s '
                     f'full join {built} as b on {on} where s._row is null or b._row is null or {differ}')
         _sessions_of(con.execute(f'delete from "{table}" where rowid in (select stored from "{_PAIRS}" '
-                                 'where stored is not null) returning session_id'), changed)
+                                 'where stored is not null) returning session_id'), mine)
         cols = ", ".join(f'b."{c.name}"' for c in spec.columns)
         new = f'select {cols} from {built} as b semi join "{_PAIRS}" as p on b._file = p._file and b._row = p.built'
         if table == "fct_tool_calls":
@@ -271,11 +279,14 @@ def _store_differences(con: duckdb.DuckDBPyConnection, in_affected: str,
                             'where built is not null)')
             else:
                 con.execute(f'create or replace temp table "{_CALLS}" as {new}')
-            _sessions_of(con.execute(f'select distinct session_id from "{_CALLS}"'), changed)
+            _sessions_of(con.execute(f'select distinct session_id from "{_CALLS}"'), mine)
         else:
-            _sessions_of(con.execute(f'insert into "{table}" {new} returning session_id'), changed)
+            _sessions_of(con.execute(f'insert into "{table}" {new} returning session_id'), mine)
         if parts is None and table != "fct_tool_calls":
             con.execute(f'drop table "{_built(table)}"')
+        changed |= mine
+        if changes is not None:
+            changes.setdefault(table, set()).update(mine)
     con.execute(f'drop table if exists "{_PAIRS}"')
     return changed
 
