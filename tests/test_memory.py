@@ -149,9 +149,9 @@ def test_an_incremental_run_on_workers_stores_what_one_here_stores(tmp_path, mon
     compared = []
     real = star._store_differences
 
-    def on_parts(con, in_affected, parts=None):
+    def on_parts(con, in_affected, parts=None, changes=None):
         compared.append(parts is not None and all(parts.values()))
-        return real(con, in_affected, parts)
+        return real(con, in_affected, parts, changes)
     monkeypatch.setattr(star, "_store_differences", on_parts)
     workers = ingest(tmp_path / "workers.duckdb", homes, users)
     assert compared == [True]  # the rows built on workers were compared where they lie
