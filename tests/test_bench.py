@@ -194,3 +194,20 @@ def test_the_lake_bench_grows_a_lake_and_times_every_command(tmp_path):
         con.execute(f"select count(*) from lake.{lake.models_schema()}.report_session_stats").fetchone()[0]
     con.close()
     assert "| 4 |" in lake_bench.markdown(result)
+
+
+def test_the_grown_event_comes_a_second_after_the_last_one(tmp_path):
+    """bench.grow appends its prompt after the log's last event, as Copilot appends (one dated before the session
+    started moved the session to another month); a log whose end names no time gets the fixed date."""
+    home = tmp_path / "home"
+    log = home / "session-state" / "s1" / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text('{"type": "session.start", "data": {}, "timestamp": "2029-12-31T23:59:59.500Z"}\n'
+                   '{"type": "assistant.message", "data": {"content": "x"}, "timestamp": "2029-12-31T23:59:59.900Z"}\n')
+    other = home / "session-state" / "s2" / "events.jsonl"
+    other.parent.mkdir(parents=True)
+    other.write_text('{"type": "session.start", "data": {}}\n')
+    undo = bench.grow(home, fraction=1.0)
+    assert sorted(p.name for p, _ in undo) == ["events.jsonl", "events.jsonl"]
+    assert json.loads(log.read_text().splitlines()[-1])["timestamp"] == "2030-01-01T00:00:00.000Z"
+    assert json.loads(other.read_text().splitlines()[-1])["timestamp"] == "2027-01-01T00:00:00.000Z"

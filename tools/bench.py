@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -283,16 +284,33 @@ def run(cmd: list[str]) -> tuple[float, float, float, int]:
 
 
 def grow(home: Path, fraction: float = 0.01) -> list[tuple[Path, int]]:
-    """Append one event to ``fraction`` of the logs; returns (file, original size) to undo it."""
+    """Append one event (a prompt) to ``fraction`` of the logs, a second after the log's last event as Copilot
+    appends them; returns (file, original size) to undo it."""
     logs = sorted((home / "session-state").glob("*/events.jsonl"))
     picked = logs[:: max(1, round(1 / fraction))]
     undo = []
     for p in picked:
         undo.append((p, p.stat().st_size))
+        at = _after_last_event(p)
         with open(p, "a", encoding="utf-8") as fh:
             fh.write(json.dumps({"type": "user.message", "data": {"content": "grown"},
-                                 "id": "grown-0", "timestamp": "2027-01-01T00:00:00.000Z"}) + "\n")
+                                 "id": "grown-0", "timestamp": at}) + "\n")
     return undo
+
+
+_TIMESTAMP = re.compile(rb'"timestamp": ?"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)')
+
+
+def _after_last_event(log: Path, tail: int = 1 << 16) -> str:
+    """A second after the last event's time in the end of ``log`` (2027-01-01 when its end names none). Appended
+    before the session's start instead, a prompt moved 36 of the 53 grown sessions of the 1 GB `events` corpus to
+    another month, which no real append does."""
+    with open(log, "rb") as fh:
+        fh.seek(max(0, log.stat().st_size - tail))
+        found = _TIMESTAMP.findall(fh.read())
+    if not found:
+        return "2027-01-01T00:00:00.000Z"
+    return (datetime.fromisoformat(found[-1].decode()) + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 ROUNDS = 3  # each step's figure is the median of this many rounds (the issue's "median of 3 alternating runs")
