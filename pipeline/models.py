@@ -32,7 +32,9 @@ A header line configures a model, dbt style:
   changed (added, removed or different in any column): a session grown by one turn retokenizes that turn's texts,
   not the session's thousands.
 
-A model that reads no table (a constant list) is built in a whole build alone.
+A model that reads no table (a constant list) is built in a whole build alone. An ingest also tells the runner which
+sessions' rows of each star table changed (``run_models``' ``moved``): a model is then rebuilt for the sessions whose
+rows of what it reads changed, and left as it was when there are none.
 """
 
 from __future__ import annotations
