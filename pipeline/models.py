@@ -229,8 +229,7 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
                                         "and database_name = current_database()").fetchall()}
     docs_before = sessions is not None and DOCS in tables
     if docs_before:
-        _docs_before(con, keys)
-        made.append("_docs_before")
+        made.append(_rows_of_scope(con, DOCS, keys))
     elif sessions is not None:
         keys[SCOPES["doc_id"]] = None  # no documents to compare with: the models by document are built whole
     models = load_models(root)
@@ -264,8 +263,8 @@ def run_models(con: duckdb.DuckDBPyConnection, sessions: list[str] | None = None
                                         SCOPES["doc_id"]: keys[SCOPES["doc_id"]]}
                 use = narrower[subset]
         try:
-            rows_before = _rows_of_scope(con, model, use) if changed_in is not None and model.name in compared \
-                and model.name in tables and use else None
+            rows_before = _rows_of_scope(con, model.name, use) if changed_in is not None \
+                and model.name in compared and model.name in tables else None
             _build(con, model, use, model.name in tables, temp_macros)
             if changed_in is not None and model.layer != "macros" and model.reads:
                 changed_in[model.name] = whose if rows_before is None else _changed_sessions(
@@ -319,17 +318,19 @@ def _scopes(con: duckdb.DuckDBPyConnection, sessions: list[str], before: dict[st
     return keys
 
 
-def _scoped_rows(model: Model, keys: dict[str, str | None]) -> str:
-    """The rows of a per-session model that an incremental build for ``keys`` replaces."""
-    name, scope = model.name, keys[SCOPES["session_id"]]
+def _scoped_rows(name: str, keys: dict[str, str | None]) -> str:
+    """The rows of per-session model ``name`` that an incremental build for ``keys`` replaces: those of the scope's
+    sessions and of no session."""
+    scope = keys[SCOPES["session_id"]]
     return (f'select * from "{name}" where session_id in {scope} '
             f'union all select * from "{name}" where session_id is null')
 
 
-def _rows_of_scope(con: duckdb.DuckDBPyConnection, model: Model, keys: dict[str, str | None]) -> str:
-    """Keep the rows of a per-session model that its build for ``keys`` will replace (``_changed_sessions``)."""
-    table = f"_before_{model.name}"
-    con.execute(f'create or replace temp table "{table}" as {_scoped_rows(model, keys)}')
+def _rows_of_scope(con: duckdb.DuckDBPyConnection, name: str, keys: dict[str, str | None]) -> str:
+    """Keep the rows of per-session model ``name`` that its build for ``keys`` will replace, in a temp table (its
+    name returned), to tell afterwards what the build changed (``_changed_sessions``, ``_changed_docs``)."""
+    table = f"_before_{name}"
+    con.execute(f'create or replace temp table "{table}" as {_scoped_rows(name, keys)}')
     return table
 
 
@@ -337,7 +338,7 @@ def _changed_sessions(con: duckdb.DuckDBPyConnection, model: Model, keys: dict[s
                       before: str) -> set[str | None]:
     """The sessions (None: rows of no session) whose rows of a per-session model differ from those kept in table
     ``before`` (added, removed or changed in any column)."""
-    now = _scoped_rows(model, keys)
+    now = _scoped_rows(model.name, keys)
     found = {r[0] for r in con.execute(
         f'select distinct session_id from ((select * from "{before}" except all ({now})) '
         f'union all (({now}) except all select * from "{before}"))').fetchall()}
@@ -345,23 +346,13 @@ def _changed_sessions(con: duckdb.DuckDBPyConnection, model: Model, keys: dict[s
     return found
 
 
-def _docs_in_scope(keys: dict[str, str | None]) -> str:
-    """The rows of DOCS an incremental build of it replaces: those of the scope's sessions and of no session."""
-    return f'select * from "{DOCS}" where session_id in {keys[SCOPES["session_id"]]} or session_id is null'
-
-
-def _docs_before(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) -> None:
-    """Keep the rows of DOCS the build will replace, to tell which documents it changed (``_changed_docs``)."""
-    con.execute(f'create or replace temp table "_docs_before" as {_docs_in_scope(keys)}')
-
-
 def _changed_docs(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) -> tuple[str, set[str | None]]:
-    """The documents whose DOCS row the build added, removed or changed, into the doc scope table: its keys, and
-    the sessions of those documents (None: a document of no session)."""
-    now = _docs_in_scope(keys)
+    """The documents whose DOCS row the build added, removed or changed (against the rows ``_rows_of_scope`` kept),
+    into the doc scope table: its keys, and the sessions of those documents (None: a document of no session)."""
+    now, before = _scoped_rows(DOCS, keys), f"_before_{DOCS}"
     con.execute('create or replace temp table "_docs_changed" as select doc_id, session_id from ('
-                f'(select * from "_docs_before" except all {now}) union all ({now} except all '
-                'select * from "_docs_before"))')
+                f'(select * from "{before}" except all ({now})) union all (({now}) except all '
+                f'select * from "{before}"))')
     con.execute(f'insert into "{SCOPES["doc_id"]}" select distinct doc_id from "_docs_changed"')
     sessions = {r[0] for r in con.execute('select distinct session_id from "_docs_changed"').fetchall()}
     con.execute('drop table "_docs_changed"')
