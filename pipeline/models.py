@@ -171,18 +171,11 @@ MODELS_META = "models_digest"  # the _meta key of the models' digest at their la
 
 
 def scopes_of(con: duckdb.DuckDBPyConnection, sessions: list[str] | set[str]) -> dict[str, list[str]]:
-    """The projects and people ``sessions`` belong to in ``dim_sessions`` (``{"project_id": [...], "user_name":
-    [...]}``; read before their star rows change: where they belonged, which ``run_models`` needs beside where they
-    belong now)."""
-    sessions = sorted(s for s in sessions if s)
-    if not sessions:
-        return {key: [] for key in OF_SESSION}
-    keys = key_table(con, "_of_sessions", sessions)
-    found = {key: [r[0] for r in con.execute(f"select distinct {of} from dim_sessions where session_id in {keys} "
-                                             f"and {of} is not null order by 1").fetchall()]
-             for key, of in OF_SESSION.items()}
-    con.execute('drop table "_of_sessions"')
-    return found
+    """The projects, people and project months ``sessions`` belong to in ``dim_sessions`` (``{"project_id": [...],
+    "user_name": [...], ...}``; read before their star rows change: where they belonged, which ``run_models`` needs
+    beside where they belong now)."""
+    found = session_keys(con, sessions).values()
+    return {key: sorted({values[i] for values in found} - {None}) for i, key in enumerate(OF_SESSION)}
 
 
 def session_keys(con: duckdb.DuckDBPyConnection, sessions: list[str] | set[str]) -> dict[str, tuple]:
@@ -338,21 +331,23 @@ def _changed_sessions(con: duckdb.DuckDBPyConnection, model: Model, keys: dict[s
                       before: str) -> set[str | None]:
     """The sessions (None: rows of no session) whose rows of a per-session model differ from those kept in table
     ``before`` (added, removed or changed in any column)."""
-    now = _scoped_rows(model.name, keys)
     found = {r[0] for r in con.execute(
-        f'select distinct session_id from ((select * from "{before}" except all ({now})) '
-        f'union all (({now}) except all select * from "{before}"))').fetchall()}
+        f"select distinct session_id from ({_differing(before, _scoped_rows(model.name, keys))})").fetchall()}
     con.execute(f'drop table "{before}"')
     return found
+
+
+def _differing(before: str, now: str) -> str:
+    """The rows that are in table ``before`` and not in query ``now`` or the other way round, as often as they
+    differ (EXCEPT ALL both ways)."""
+    return f'(select * from "{before}" except all ({now})) union all (({now}) except all select * from "{before}")'
 
 
 def _changed_docs(con: duckdb.DuckDBPyConnection, keys: dict[str, str | None]) -> tuple[str, set[str | None]]:
     """The documents whose DOCS row the build added, removed or changed (against the rows ``_rows_of_scope`` kept),
     into the doc scope table: its keys, and the sessions of those documents (None: a document of no session)."""
-    now, before = _scoped_rows(DOCS, keys), f"_before_{DOCS}"
-    con.execute('create or replace temp table "_docs_changed" as select doc_id, session_id from ('
-                f'(select * from "{before}" except all ({now})) union all (({now}) except all '
-                f'select * from "{before}"))')
+    con.execute('create or replace temp table "_docs_changed" as select doc_id, session_id from '
+                f'({_differing(f"_before_{DOCS}", _scoped_rows(DOCS, keys))})')
     con.execute(f'insert into "{SCOPES["doc_id"]}" select distinct doc_id from "_docs_changed"')
     sessions = {r[0] for r in con.execute('select distinct session_id from "_docs_changed"').fetchall()}
     con.execute('drop table "_docs_changed"')
