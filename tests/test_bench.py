@@ -211,3 +211,28 @@ def test_the_grown_event_comes_a_second_after_the_last_one(tmp_path):
     assert sorted(p.name for p, _ in undo) == ["events.jsonl", "events.jsonl"]
     assert json.loads(log.read_text().splitlines()[-1])["timestamp"] == "2030-01-01T00:00:00.000Z"
     assert json.loads(other.read_text().splitlines()[-1])["timestamp"] == "2027-01-01T00:00:00.000Z"
+
+
+def test_the_star_in_sql_builds_the_stars_tool_calls_and_turns(tmp_path, capsys):
+    # tools.star_sql's timing compares like with like only if its SQL builds the rows the star builds: on the
+    # bench's CLI logs, every tool call and turn the same, and a changed row is found
+    import duckdb
+
+    from pipeline.ingest import ingest
+    from tools import star_sql
+
+    corpus = bench.generate(tmp_path / "corpus", 1)
+    wh = tmp_path / "w.duckdb"
+    ingest(wh, [corpus / "copilot-home"], [corpus / "vscode-user"])
+    assert star_sql.main([str(wh), "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "fct_tool_calls: 0 rows of the SQL core not in the star, 0 of the star not in the SQL core" in out
+    assert "fct_turns: 0 rows" in out and "SQL / polars" in out
+    with duckdb.connect(str(wh)) as con:
+        n_calls, n_turns = con.execute("select (select count(*) from fct_tool_calls), (select count(*) from fct_turns)"
+                                       ).fetchone()
+        assert n_calls > 100 and n_turns > 10
+        con.execute("update fct_tool_calls set duration_ms = duration_ms + 1 where tool_call_id = "
+                    "(select min(tool_call_id) from fct_tool_calls)")
+    assert star_sql.main([str(wh), "--rounds", "0"]) == 1
+    assert "fct_tool_calls: 1 rows of the SQL core not in the star, 1 of the star" in capsys.readouterr().out

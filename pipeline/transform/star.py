@@ -742,18 +742,15 @@ def memories(docs: pl.DataFrame) -> pl.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------ entry
-def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None = None,
-               present: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
-    """All star frames for the sessions present in ``stg`` (a dict of staging frames); ``root_repos``
-    names the repository of the folders where sessions of the whole warehouse ran (``root_repositories``);
-    ``present`` lists the source files still on disk (source_path, session_id; None: all of them).
-
-    ``stg`` is consumed: the pulled events are dropped from it once prepared (the largest session's
-    pull is then freed while its star is built), leaving what ``sessions`` reads of them."""
+def turns_and_calls(stg: dict[str, pl.DataFrame], on_disk: pl.Series | None = None
+                    ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The star's relational core, from a batch's staging frames (``build_star``'s ``stg``, which it consumes as
+    that says): the events of the chosen logs, prepared (``prepare_events``), their tool events placed
+    (``tool_events``), the turns, each with its count of tool calls, and the tool calls. ``on_disk``: the paths of
+    the sources still on disk (None: all of them)."""
     # the log's path, repeated on every event and request, as a categorical (load/star.py pulls it as one)
     log_path = pl.col("_source_path").cast(pl.Categorical)
     stg["stg_tool_requests"] = stg["stg_tool_requests"].with_columns(log_path)
-    on_disk = None if present is None else present["source_path"]
     stg.update({name: without_copies(stg[name], on_disk) for name in COPIED if name in stg})  # two copies' rows: once
     events = stg.pop("stg_events").filter(pl.col("session_id").is_not_null()).with_columns(log_path)
     tools = stg.pop("stg_tool_events", None)
@@ -775,6 +772,19 @@ def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None =
         pl.len().cast(pl.Int32).alias("n_tool_calls"))
     turns = turns.join(n_calls, on=["session_id", "turn_index"], how="left").with_columns(
         pl.col("n_tool_calls").fill_null(0)).sort("session_id", "turn_index")
+    return ev, tools, turns, calls
+
+
+def build_star(stg: dict[str, pl.DataFrame], root_repos: dict[str, str] | None = None,
+               present: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
+    """All star frames for the sessions present in ``stg`` (a dict of staging frames); ``root_repos``
+    names the repository of the folders where sessions of the whole warehouse ran (``root_repositories``);
+    ``present`` lists the source files still on disk (source_path, session_id; None: all of them).
+
+    ``stg`` is consumed: the pulled events are dropped from it once prepared (the largest session's
+    pull is then freed while its star is built), leaving what ``sessions`` reads of them."""
+    on_disk = None if present is None else present["source_path"]
+    ev, tools, turns, calls = turns_and_calls(stg, on_disk)
     versions = dict(_start_context(ev).select("session_id", "copilot_version").iter_rows())
     requests, legs, use = usage_model.build_usage(ev, stg["stg_store_usage"], turns, versions, tools,
                                                   stg.get("stg_debug_requests"), stg.get("stg_otel_requests"),
