@@ -55,10 +55,18 @@ STAR_LOAD_MEMORY = "256MB"
 _ORDER = {"stg_events": "", "stg_tool_requests": " order by session_id, _source_path, event_index, request_index"}
 
 
+# what the pull takes of an event text the star reads a part of: of a system message's (stored once in stg_texts),
+# the line that names the working directory (see transform.star.EVENT_TEXT_USED)
+EVENT_TEXT_SQL = {
+    "content": {SYSTEM_MESSAGE: r"regexp_extract(coalesce(content, (select text from stg_texts where text_key = "
+                                r"content_key)), 'Current working directory: *[^\r\n]+', 0)"},
+}
+
+
 def _text_columns() -> dict[str, str]:
     """The SQL of each event text column the star reads: the text only for the event types whose
     text the star reads (see ``transform.star.EVENT_TEXT_USED``), else NULL."""
-    from ..transform.star import EVENT_TEXT_SQL, EVENT_TEXT_USED  # polars, loaded only when a star is built
+    from ..transform.star import EVENT_TEXT_USED  # polars, loaded only when a star is built
 
     def column(col: str, types: tuple[str, ...]) -> str:
         cut = "".join(f" when event_type = '{t}' then {sql}" for t, sql in EVENT_TEXT_SQL.get(col, {}).items())
@@ -69,7 +77,7 @@ def _text_columns() -> dict[str, str]:
 
 def _text_of(event_type: str) -> str:
     """``_text_columns`` for the rows of one event type: each column, its cut, or NULL (not fetched)."""
-    from ..transform.star import EVENT_TEXT_SQL, EVENT_TEXT_USED
+    from ..transform.star import EVENT_TEXT_USED
 
     out = []
     for col, types in EVENT_TEXT_USED.items():

@@ -117,13 +117,9 @@ EVENT_TEXT_USED = {
     "extra": tuple(sorted({SESSION_START, USER_MESSAGE, ASSISTANT_MESSAGE, SESSION_SHUTDOWN, COMPACTION_COMPLETE,
                            SESSION_ERROR, *usage_model.USAGE_EXTRA})),
 }
-# ... and of a system message only the working directory it names (older CLIs write no context on
-# session.start; the ~56 KB prompt says `Current working directory: <path>`), cut out in SQL from its text,
-# stored once in stg_texts
-EVENT_TEXT_SQL = {
-    "content": {SYSTEM_MESSAGE: r"regexp_extract(coalesce(content, (select text from stg_texts where text_key = "
-                                r"content_key)), 'Current working directory: *[^\r\n]+', 0)"},
-}
+# ... and of a system message only the line that names the working directory (``places``: older CLIs write no
+# context on session.start; the ~56 KB prompt says `Current working directory: <path>`), which load/star.py cuts
+# out of its text as it pulls the events (``load.star.EVENT_TEXT_SQL``)
 # A tool's output (result_content, up to megabytes) is never pulled out of staging: the star reads its
 # length and MD5 (stg_events.result_chars, result_md5) and whether it starts with a numbered line (a
 # `view` of a folder lists entries, not numbered lines), tested on its head (stg_events.result_head,
