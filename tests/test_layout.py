@@ -53,3 +53,39 @@ def test_every_model_imports_what_it_reads_at_the_top_and_runs_as_it_is_in_a_bar
         n = con.execute(f"select count(*) from ({m.sql})").fetchone()[0]
         assert n == con.execute(f'select count(*) from "{m.name}"').fetchone()[0], m.name
     con.close()
+
+
+def _imported_modules(module: str, path, modules: dict) -> set[str]:
+    """The pipeline modules ``module`` (at ``path``) imports anywhere in it: at the top, in a function, for types."""
+    import ast
+
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rsplit(".", 1)[0]
+            named = (f"{base}.{node.module}" if node.module else base) if node.level else node.module
+            found.add(named)
+            found.update(f"{named}.{a.name}" for a in node.names)  # `from . import usage`: a module
+    return {m for m in found if m in modules and m != module}
+
+
+def test_no_module_of_the_pipeline_imports_one_that_imports_it_back():
+    # one owner per step (issue 29): no import circle, whether the import is at the top or deferred into a function
+    import graphlib
+
+    modules = {}
+    for path in (REPO / "pipeline").rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {m: _imported_modules(m, p, modules) for m, p in modules.items()}
+    assert len(graph) > 50 and graph["pipeline.load.star"] >= {"pipeline.transform.star", "pipeline.warehouse"}
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        raise AssertionError(f"an import circle through {', '.join(sorted(set(e.args[1])))}") from None
+    assert order.index("pipeline.transform.star") < order.index("pipeline.load.star")
