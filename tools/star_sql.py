@@ -200,11 +200,10 @@ def sql_core(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(sql)
 
 
-def polars_core(con: duckdb.DuckDBPyConnection) -> int:
+def polars_core(con: duckdb.DuckDBPyConnection) -> None:
     """Every session's staged rows pulled as an ingest's star pulls them, batch by batch, and its core built in
-    polars (``transform.star.turns_and_calls`` and the start context); returns the tool calls built."""
+    polars (``transform.star.turns_and_calls`` and the start context)."""
     from pipeline.load import star as load_star
-    from pipeline.load.builder import CATEGORICAL
     from pipeline.transform import star
     from pipeline.warehouse import key_table
 
@@ -213,16 +212,10 @@ def polars_core(con: duckdb.DuckDBPyConnection) -> int:
     present = con.sql("select source_path from _source_files where is_present").pl()["source_path"]
     batches, spans = load_star._batches(con, sessions, key_table(con, "_core_sessions", sessions))
     pulls = load_star._pulls()
-    n = 0
     for batch in batches:
-        in_batch = key_table(con, "_core_batch", batch)
-        stg = {name: load_star._pull(con, f"{select} session_id in {in_batch}{load_star._span(table, batch, spans)}"
-                                          f"{load_star._ORDER.get(table, ' order by all')}", CATEGORICAL.get(name, ()))
-               for name, table, select in pulls}
-        ev, _tools, _turns, calls = star.turns_and_calls(stg, present)
+        stg = load_star.pull_batch(con, load_star.batch_queries(con, pulls, batch, spans))
+        ev, _tools, _turns, _calls = star.turns_and_calls(stg, present)
         star._start_context(ev)
-        n += calls.height
-    return n
 
 
 def differences(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:

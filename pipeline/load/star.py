@@ -210,9 +210,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, affected: list[str], spool_dir: Path
         for k, batch in enumerate(batches):
             large = sum(_n_events(spans.get(sid, ())) for sid in batch) > BATCH_EVENTS
             release_cache(con, pull_memory)  # what stage and the last batch read: this batch reads other blocks
-            in_batch = key_table(con, "_star_batch", batch)
-            queries = {name: f"{select} session_id in {in_batch}{_span(table, batch, spans)}"
-                             f"{_ORDER.get(table, ' order by all')}" for name, table, select in pulls}
+            queries = batch_queries(con, pulls, batch, spans)
             for built in builders.submit(k, queries, large):
                 _store(spool, built, targets, parts)
             release_cache(con, pull_memory)  # the pull's sort: not needed while the batch is built
@@ -362,6 +360,21 @@ def fill_outputs(con: duckdb.DuckDBPyConnection, in_affected: str, chars: int) -
 MAX_OUTPUT_LOGS = 64  # fill_outputs names the logs it reads by name up to this many (more: the session filter alone)
 
 
+def batch_queries(con: duckdb.DuckDBPyConnection, pulls: list[tuple[str, str, str]], batch: list[str],
+                  spans: dict[str, list[tuple[int, int]]]) -> dict[str, str]:
+    """The staging queries of one batch of sessions (``_batches``), frame name -> SQL: each of ``pulls``
+    (``_pulls``) for the batch's sessions, which go into the temp table ``_star_batch``, and of stg_events the
+    rowid ranges that hold their events (``_span``)."""
+    in_batch = key_table(con, "_star_batch", batch)
+    return {name: f"{select} session_id in {in_batch}{_span(table, batch, spans)}{_ORDER.get(table, ' order by all')}"
+            for name, table, select in pulls}
+
+
+def pull_batch(con: duckdb.DuckDBPyConnection, queries: dict[str, str]) -> dict[str, pl.DataFrame]:
+    """A batch's staging frames, as ``transform.star.build_star`` takes them, from its ``batch_queries``."""
+    return {name: _pull(con, sql, CATEGORICAL.get(name, ())) for name, sql in queries.items()}
+
+
 def _pull(con: duckdb.DuckDBPyConnection, sql: str, categorical: tuple[str, ...] = ()) -> pl.DataFrame:
     """A query's rows as a polars frame, streamed in batches (``parts.frame``): DuckDB never holds the whole
     result beside the frame (the pull of one session of 610,000 events peaked ~0.25 GB lower than through
@@ -495,8 +508,7 @@ class _Builders:
                 self.con.execute(f"copy ({sql}) to '{_quote(parts[name])}' (format parquet, compression uncompressed)")
             job = (build_batch, parts, self.root_repos, self.present_part, str(batch))
         else:
-            job = (build_star, {name: _pull(self.con, sql, CATEGORICAL.get(name, ())) for name, sql in queries.items()},
-                   self.root_repos, self.present)
+            job = (build_star, pull_batch(self.con, queries), self.root_repos, self.present)
         if len(self.pending) >= self.workers:  # the batch before was built while this one was pulled
             done.append(self.pending.pop(0).result())
         self.pending.append(self.pool.submit(*job))
