@@ -236,3 +236,14 @@ def test_the_star_in_sql_builds_the_stars_tool_calls_and_turns(tmp_path, capsys)
                     "(select min(tool_call_id) from fct_tool_calls)")
     assert star_sql.main([str(wh), "--rounds", "0"]) == 1
     assert "fct_tool_calls: 1 rows of the SQL core not in the star, 1 of the star" in capsys.readouterr().out
+
+
+def test_the_star_in_sql_says_what_it_cannot_read(tmp_path, capsys):
+    from tools import star_sql
+
+    assert star_sql.main([str(tmp_path / "none.duckdb")]) == 2
+    assert "no such warehouse" in capsys.readouterr().err
+    (tmp_path / "bad.duckdb").write_bytes(b"not a database")
+    assert star_sql.main([str(tmp_path / "bad.duckdb")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.duckdb" in err and "Traceback" not in err

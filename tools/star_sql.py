@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import duckdb
 
@@ -240,7 +241,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("warehouse", help="an ingested warehouse (it is read, never written)")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
-    con = duckdb.connect(args.warehouse, read_only=True)
+    if not Path(args.warehouse).is_file():
+        print(f"star_sql: {args.warehouse}: no such warehouse (run `python -m pipeline ingest` first)", file=sys.stderr)
+        return 2
+    try:
+        return _measure(duckdb.connect(args.warehouse, read_only=True), args.rounds)
+    except duckdb.Error as e:  # another process writing it, or a file that is no warehouse of this version
+        print(f"star_sql: {args.warehouse}: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+
+
+def _measure(con: duckdb.DuckDBPyConnection, rounds: int) -> int:
+    """Compare, print, time (``main``); 0 when the rows are the same."""
     sql_core(con)
     n_calls, n_turns = (con.execute(f"select count(*) from {t}").fetchone()[0] for t in ("calls", "turns"))
     diff = differences(con)
@@ -252,12 +264,12 @@ def main(argv: list[str] | None = None) -> int:
     import pipeline.transform.star  # noqa: F401
 
     times: dict[str, list[tuple[float, float]]] = {"polars (pull + build)": [], "SQL": []}
-    for k in range(args.rounds):
+    for k in range(rounds):
         times["polars (pull + build)"].append(_timed(lambda: polars_core(con)))
         times["SQL"].append(_timed(lambda: sql_core(con)))
         print(f"round {k + 1}: " + ", ".join(f"{side} {w[-1][0]:.2f} s, {w[-1][1]:.2f} CPU-s"
                                                for side, w in times.items()), flush=True)
-    if args.rounds:
+    if rounds:
         (pw, pc), (sw, sc) = ((statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
                               for v in times.values())
         print(f"median: polars {pw:.2f} s, {pc:.2f} CPU-s; SQL {sw:.2f} s, {sc:.2f} CPU-s; "
